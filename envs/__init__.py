@@ -1,0 +1,32 @@
+"""Game environments: pure functions over pytrees under one protocol (see `envs.core`)."""
+
+from __future__ import annotations
+
+import importlib
+
+from envs.core import Env, State
+
+# name -> "module:class". Modules are imported on first use, so importing `envs` stays cheap.
+_REGISTRY: dict[str, str] = {
+    "backgammon": "envs.backgammon:Backgammon",
+    "chess": "envs.chess:Chess",
+    "pyrat": "envs.pyrat:PyRat",
+    "pacosako": "envs.pacosako:PacoSako",
+}
+
+
+def available_envs() -> tuple[str, ...]:
+    """Names accepted by `make`."""
+    return tuple(sorted(_REGISTRY))
+
+
+def make(name: str, **config) -> Env:
+    """Build the environment `name` with its configuration (keyword arguments of its class)."""
+    if name not in _REGISTRY:
+        raise ValueError(f"unknown game {name!r}; available: {', '.join(available_envs())}")
+    module_name, class_name = _REGISTRY[name].split(":")
+    cls = getattr(importlib.import_module(module_name), class_name)
+    return cls(**config)
+
+
+__all__ = ["Env", "State", "available_envs", "make"]
