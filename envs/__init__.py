@@ -21,7 +21,14 @@ def available_envs() -> tuple[str, ...]:
 
 
 def make(name: str, **config) -> Env:
-    """Build the environment `name` with its configuration (keyword arguments of its class)."""
+    """Build the environment `name` with its configuration (keyword arguments of its class).
+
+    `"pgx/<id>"` wraps a deterministic pgx game (e.g. `"pgx/tic_tac_toe"`).
+    """
+    if name.startswith("pgx/"):
+        from envs.pgx_adapter import PgxAdapter
+
+        return PgxAdapter(name[len("pgx/") :], **config)
     if name not in _REGISTRY:
         raise ValueError(f"unknown game {name!r}; available: {', '.join(available_envs())}")
     module_name, class_name = _REGISTRY[name].split(":")

@@ -1,0 +1,54 @@
+"""What a game plugs into the loop: its value head, network trunk and default settings.
+
+The loop, search and losses are shared; a game only says which value head it trains (1 scalar,
+3 WDL, 4 backgammon 4-way) and which trunk reads its observation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import flax.linen as nn
+
+from envs.core import Env
+from turbozero.networks import MLPNet, ResNet
+
+
+@dataclasses.dataclass(frozen=True)
+class GameSpec:
+    name: str
+    value_head_out_size: int  # 1 scalar tanh, 3 WDL logits, 4 backgammon 4-way logits
+    trunk: str  # "mlp" (flat observations) or "resnet" (boards, channels-last)
+    notes: str = ""
+
+
+GAMES: dict[str, GameSpec] = {
+    "backgammon": GameSpec("backgammon", 4, "mlp", "4-way conditional value head (equity)"),
+    "chess": GameSpec("chess", 3, "resnet", "WDL value head, alphazero-chess.md §3.4"),
+    "pacosako": GameSpec("pacosako", 3, "resnet", "WDL value head"),
+    "pgx/tic_tac_toe": GameSpec("pgx/tic_tac_toe", 3, "mlp", "small test game"),
+    "pgx/connect_four": GameSpec("pgx/connect_four", 3, "mlp", "small test game"),
+}
+
+
+def game_spec(name: str) -> GameSpec:
+    if name not in GAMES:
+        raise ValueError(f"no training set-up for game {name!r}; known: {', '.join(sorted(GAMES))}")
+    return GAMES[name]
+
+
+def build_network(spec: GameSpec, env: Env, network_config: dict[str, Any]) -> nn.Module:
+    """The trunk of `spec` with policy logits over `env.num_actions` and the game's value head."""
+    cfg = dict(network_config)
+    if spec.trunk == "mlp":
+        sizes = tuple(cfg.pop("hidden_sizes", (128, 128)))
+        if cfg:
+            raise ValueError(f"unknown MLP network options: {sorted(cfg)}")
+        return MLPNet(env.num_actions, spec.value_head_out_size, hidden_sizes=sizes)
+    if spec.trunk == "resnet":
+        allowed = {"num_filters", "num_blocks", "value_hidden"}
+        if set(cfg) - allowed:
+            raise ValueError(f"unknown ResNet network options: {sorted(set(cfg) - allowed)}")
+        return ResNet(env.num_actions, spec.value_head_out_size, **cfg)
+    raise ValueError(f"unknown trunk {spec.trunk!r}")

@@ -1,0 +1,7 @@
+"""Flax networks: trunks (MLP, residual) with policy and value heads."""
+
+from turbozero.networks.heads import VALUE_HEAD_KINDS, ValueHead, value_to_scalar
+from turbozero.networks.mlp import MLPNet
+from turbozero.networks.resnet import ResidualBlock, ResNet
+
+__all__ = ["MLPNet", "ResNet", "ResidualBlock", "ValueHead", "VALUE_HEAD_KINDS", "value_to_scalar"]

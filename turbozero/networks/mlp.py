@@ -1,0 +1,32 @@
+"""A multi-layer perceptron with policy and value heads (flat observations: backgammon)."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from turbozero.networks.heads import ValueHead, check_value_head_size
+
+
+class MLPNet(nn.Module):
+    """Trunk of Dense+LayerNorm+ReLU layers; returns `(policy_logits, value_out)`."""
+
+    num_actions: int
+    value_head_out_size: int = 1
+    hidden_sizes: Sequence[int] = (128, 128)
+
+    @nn.compact
+    def __call__(self, x: jax.Array, train: bool = False) -> tuple[jax.Array, jax.Array]:
+        check_value_head_size(self.value_head_out_size)
+        del train  # no batch statistics in this network
+        x = x.reshape(x.shape[0], -1).astype(jnp.float32)
+        for i, width in enumerate(self.hidden_sizes):
+            x = nn.Dense(width, name=f"dense_{i}")(x)
+            x = nn.LayerNorm(name=f"norm_{i}")(x)
+            x = nn.relu(x)
+        policy_logits = nn.Dense(self.num_actions, name="policy")(x)
+        value = ValueHead(self.value_head_out_size, name="value")(x)
+        return policy_logits, value

@@ -1,0 +1,93 @@
+"""Named training configurations per game: `tiny` runs on 2 CPU cores in minutes; the larger
+ones are meant for a GPU."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from turbozero.search.mctx_policies import SearchConfig
+from turbozero.training.loop import TrainConfig
+
+_PRESETS: dict[str, dict[str, dict[str, Any]]] = {
+    "backgammon": {
+        "tiny": dict(
+            num_envs=32, collect_steps=32, train_steps=16, batch_size=128, replay_capacity=256,
+            num_iterations=30, eval_every=10, eval_games=32, learning_rate=3e-3,
+            network={"hidden_sizes": (64, 64)}, search=SearchConfig(num_simulations=8),
+            eval_search=SearchConfig(num_simulations=8, dirichlet_fraction=0.0, temperature=0.0),
+            max_eval_steps=1200, eval_opponents=("random", "greedy"),
+        ),
+        "small": dict(
+            num_envs=256, collect_steps=64, train_steps=64, batch_size=512, replay_capacity=1024,
+            num_iterations=500, eval_every=25, eval_games=256, learning_rate=1e-3,
+            network={"hidden_sizes": (256, 256, 256)}, search=SearchConfig(num_simulations=64),
+            eval_search=SearchConfig(num_simulations=64, dirichlet_fraction=0.0, temperature=0.0),
+            max_eval_steps=2000, eval_opponents=("random", "greedy"),
+        ),
+        "large": dict(
+            num_envs=1024, collect_steps=64, train_steps=128, batch_size=2048, replay_capacity=2048,
+            num_iterations=5000, eval_every=100, eval_games=1024, learning_rate=1e-3,
+            network={"hidden_sizes": (512, 512, 512, 512)}, search=SearchConfig(num_simulations=200),
+            eval_search=SearchConfig(num_simulations=200, dirichlet_fraction=0.0, temperature=0.0),
+            max_eval_steps=2000, eval_opponents=("random", "greedy"),
+        ),
+    },
+    "pgx/tic_tac_toe": {
+        "tiny": dict(
+            num_envs=16, collect_steps=9, train_steps=8, batch_size=64, replay_capacity=36,
+            num_iterations=20, eval_every=10, eval_games=16, learning_rate=3e-3,
+            network={"hidden_sizes": (32, 32)}, search=SearchConfig(num_simulations=16),
+            eval_search=SearchConfig(num_simulations=16, dirichlet_fraction=0.0, temperature=0.0),
+            max_eval_steps=9, eval_opponents=("random",),
+        ),
+    },
+    "chess": {
+        "tiny": dict(
+            num_envs=16, collect_steps=16, train_steps=8, batch_size=64, replay_capacity=64,
+            num_iterations=10, eval_every=5, eval_games=16, learning_rate=1e-3,
+            network={"num_filters": 16, "num_blocks": 1, "value_hidden": 32},
+            search=SearchConfig(num_simulations=8),
+            eval_search=SearchConfig(num_simulations=8, dirichlet_fraction=0.0, temperature=0.0),
+            max_eval_steps=200, eval_opponents=("random",),
+        ),
+        "large": dict(
+            num_envs=512, collect_steps=64, train_steps=256, batch_size=256, replay_capacity=1024,
+            num_iterations=10000, eval_every=100, eval_games=256, learning_rate=1e-3,
+            network={"num_filters": 192, "num_blocks": 15, "value_hidden": 256},
+            search=SearchConfig(num_simulations=800),
+            eval_search=SearchConfig(num_simulations=800, dirichlet_fraction=0.0, temperature=0.0),
+            max_eval_steps=512, eval_opponents=("random", "greedy"),
+        ),
+    },
+    "pacosako": {
+        "tiny": dict(
+            num_envs=16, collect_steps=16, train_steps=8, batch_size=64, replay_capacity=64,
+            num_iterations=10, eval_every=5, eval_games=16, learning_rate=1e-3,
+            network={"num_filters": 16, "num_blocks": 1, "value_hidden": 32},
+            search=SearchConfig(num_simulations=8),
+            eval_search=SearchConfig(num_simulations=8, dirichlet_fraction=0.0, temperature=0.0),
+            max_eval_steps=300, eval_opponents=("random",),
+        ),
+    },
+}
+
+
+def available_presets(game: str) -> tuple[str, ...]:
+    return tuple(_PRESETS.get(game, {}))
+
+
+def get_preset(game: str, preset: str, **overrides: Any) -> TrainConfig:
+    """The `TrainConfig` of `preset` for `game`, with keyword overrides."""
+    if game not in _PRESETS:
+        raise ValueError(f"no presets for game {game!r}; games with presets: {sorted(_PRESETS)}")
+    if preset not in _PRESETS[game]:
+        raise ValueError(
+            f"unknown preset {preset!r} for {game}; available: {', '.join(_PRESETS[game])}"
+        )
+    cfg = dict(_PRESETS[game][preset], game=game)
+    unknown = set(overrides) - {f.name for f in dataclasses.fields(TrainConfig)}
+    if unknown:
+        raise ValueError(f"unknown config fields: {sorted(unknown)}")
+    cfg.update(overrides)
+    return TrainConfig(**cfg)

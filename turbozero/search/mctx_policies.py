@@ -1,0 +1,270 @@
+"""One search interface over mctx, for every turn-based game of the library.
+
+The search runs on the true dynamics: a tree node's embedding is the environment `State` itself,
+so `recurrent_fn` is the environment's `step` plus one network call. Conventions (docs/search.md):
+
+* Values and rewards are in the game's reward units from the point of view of the player to move
+  at the node (4-way head: money equity in points, via `equity`).
+* discount = -1 when the player to move changes, +1 when the same player moves again (backgammon
+  micro-moves, Paco Ŝako chains), 0 after a terminal state.
+* Illegal actions are masked inside the tree through the prior logits (mctx masks only the root).
+* Stochastic games (`env.is_stochastic`) use `stochastic_muzero_policy`: decision node -> afterstate
+  (`env.step_deterministic`) -> chance outcome (`env.step_chance`) with the env's true chance
+  probabilities.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Literal, Optional
+
+import chex
+import jax
+import jax.numpy as jnp
+import mctx
+
+from envs.core import Env, State
+from turbozero.networks.heads import value_to_scalar
+
+Algorithm = Literal["muzero", "gumbel"]
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchConfig:
+    """Static search settings (hashable, so they may be closed over by `jit`)."""
+
+    num_simulations: int = 32
+    algorithm: Algorithm = "muzero"  # tree policy for deterministic games; stochastic is automatic
+    max_depth: Optional[int] = None
+    dirichlet_alpha: float = 0.3
+    dirichlet_fraction: float = 0.25
+    pb_c_init: float = 1.25
+    pb_c_base: float = 19652.0
+    max_num_considered_actions: int = 16  # gumbel only
+    temperature: float = 1.0  # acting temperature on visit counts (muzero / stochastic)
+
+    def __post_init__(self) -> None:
+        if self.num_simulations < 1:
+            raise ValueError(f"num_simulations must be >= 1, got {self.num_simulations}")
+        if self.algorithm not in ("muzero", "gumbel"):
+            raise ValueError(f"algorithm must be 'muzero' or 'gumbel', got {self.algorithm!r}")
+        if not 0.0 <= self.dirichlet_fraction <= 1.0:
+            raise ValueError(f"dirichlet_fraction must be in [0, 1], got {self.dirichlet_fraction}")
+        if self.temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
+
+
+@chex.dataclass(frozen=True)
+class SearchOutput:
+    action: jax.Array  # int32[B] action to play
+    action_weights: jax.Array  # float32[B, A] policy target (visit distribution)
+    root_value: jax.Array  # float32[B] searched value of the root, for the player to move
+
+
+@dataclasses.dataclass(frozen=True)
+class NetworkEvaluator:
+    """A network seen by the search: `apply_fn(variables, obs) -> (policy_logits, value_out)`."""
+
+    apply_fn: Callable[..., tuple[jax.Array, jax.Array]]
+    value_head_out_size: int = 1
+
+    def __call__(self, variables: Any, observation: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """(policy_logits [B, A], scalar value [B] in reward units for the player to move)."""
+        logits, value_out = self.apply_fn(variables, observation)
+        return logits, value_to_scalar(value_out, self.value_head_out_size)
+
+
+def _masked_logits(logits: jax.Array, legal: jax.Array) -> jax.Array:
+    return jnp.where(legal, logits, jnp.finfo(logits.dtype).min)
+
+
+def _batched_keys(key: jax.Array, n: int) -> jax.Array:
+    return jax.random.split(key, n)
+
+
+def _mover_reward(state: State, mover: jax.Array) -> jax.Array:
+    return jnp.take_along_axis(state.rewards, mover[:, None], axis=1)[:, 0]
+
+
+def _discount(next_state: State, mover: jax.Array) -> jax.Array:
+    same = next_state.current_player == mover
+    d = jnp.where(same, 1.0, -1.0)
+    return jnp.where(next_state.terminated | next_state.truncated, 0.0, d)
+
+
+def _evaluate(
+    evaluator: NetworkEvaluator, variables, state: State, observation: jax.Array | None = None
+) -> tuple[jax.Array, jax.Array]:
+    obs = state.observation if observation is None else observation
+    logits, value = evaluator(variables, obs)
+    done = state.terminated | state.truncated
+    return _masked_logits(logits, state.legal_action_mask), jnp.where(done, 0.0, value)
+
+
+def make_root(evaluator: NetworkEvaluator, variables, states: State) -> mctx.RootFnOutput:
+    logits, value = _evaluate(evaluator, variables, states)
+    return mctx.RootFnOutput(prior_logits=logits, value=value, embedding=states)
+
+
+def make_recurrent_fn(env: Env, evaluator: NetworkEvaluator) -> Callable:
+    """mctx `recurrent_fn` stepping the real environment (deterministic games)."""
+
+    def recurrent_fn(variables, key, action, state):
+        keys = _batched_keys(key, action.shape[0])
+        next_state = jax.vmap(env.step)(state, action, keys)
+        mover = state.current_player
+        logits, value = _evaluate(evaluator, variables, next_state)
+        out = mctx.RecurrentFnOutput(
+            reward=_mover_reward(next_state, mover),
+            discount=_discount(next_state, mover),
+            prior_logits=logits,
+            value=value,
+        )
+        return out, next_state
+
+    return recurrent_fn
+
+
+@chex.dataclass(frozen=True)
+class _Afterstate:
+    state: State  # result of step_deterministic (maybe a chance state)
+    mover: jax.Array  # int32[B] the player who made the decision
+
+
+def make_stochastic_fns(env: Env, evaluator: NetworkEvaluator) -> tuple[Callable, Callable]:
+    """mctx decision / chance recurrent functions over the true chance dynamics."""
+
+    # step_deterministic / step_chance results are observed explicitly, not trusted to carry
+    # a fresh `observation` field.
+    observe = jax.vmap(env.observe)
+
+    def afterstate_value(variables, after: State, mover: jax.Array) -> jax.Array:
+        _, value = evaluator(variables, observe(after))
+        sign = jnp.where(after.current_player == mover, 1.0, -1.0)
+        done = after.terminated | after.truncated
+        # A finished game's value is exact: the mover's reward of the last transition.
+        return jnp.where(done, _mover_reward(after, mover), sign * value)
+
+    def decision_recurrent_fn(variables, key, action, state):
+        del key
+        after = jax.vmap(env.step_deterministic)(state, action)
+        mover = state.current_player
+        probs = jax.vmap(env.chance_outcome_probs)(after)
+        chance_logits = jnp.log(jnp.maximum(probs, jnp.finfo(probs.dtype).tiny))
+        out = mctx.DecisionRecurrentFnOutput(
+            chance_logits=chance_logits, afterstate_value=afterstate_value(variables, after, mover)
+        )
+        return out, _Afterstate(state=after, mover=mover)
+
+    def chance_recurrent_fn(variables, key, outcome, afterstate: _Afterstate):
+        del key
+        next_state = jax.vmap(env.step_chance)(afterstate.state, outcome)
+        logits, value = _evaluate(evaluator, variables, next_state, observe(next_state))
+        out = mctx.ChanceRecurrentFnOutput(
+            action_logits=logits,
+            value=value,
+            reward=_mover_reward(afterstate.state, afterstate.mover),
+            discount=_discount(next_state, afterstate.mover),
+        )
+        return out, next_state
+
+    return decision_recurrent_fn, chance_recurrent_fn
+
+
+def search(
+    env: Env,
+    evaluator: NetworkEvaluator,
+    variables: Any,
+    states: State,
+    key: jax.Array,
+    config: SearchConfig,
+) -> SearchOutput:
+    """Search from a batch of decision states (leading axis B) and propose actions.
+
+    Pure and jittable (close over `env`, `evaluator` and `config`, which are static).
+    """
+    if env.is_simultaneous:
+        raise ValueError(
+            f"{env.id} is a simultaneous-move game: use turbozero.search.mcgs, not mctx"
+        )
+    root = make_root(evaluator, variables, states)
+    invalid = ~states.legal_action_mask
+    common = dict(
+        params=variables,
+        rng_key=key,
+        root=root,
+        num_simulations=config.num_simulations,
+        invalid_actions=invalid,
+        max_depth=config.max_depth,
+    )
+    if env.is_stochastic:
+        decision_fn, chance_fn = make_stochastic_fns(env, evaluator)
+        out = mctx.stochastic_muzero_policy(
+            decision_recurrent_fn=decision_fn,
+            chance_recurrent_fn=chance_fn,
+            dirichlet_alpha=config.dirichlet_alpha,
+            dirichlet_fraction=config.dirichlet_fraction,
+            pb_c_init=config.pb_c_init,
+            pb_c_base=config.pb_c_base,
+            temperature=config.temperature,
+            **common,
+        )
+    elif config.algorithm == "gumbel":
+        out = mctx.gumbel_muzero_policy(
+            recurrent_fn=make_recurrent_fn(env, evaluator),
+            max_num_considered_actions=config.max_num_considered_actions,
+            **common,
+        )
+    else:
+        out = mctx.muzero_policy(
+            recurrent_fn=make_recurrent_fn(env, evaluator),
+            dirichlet_alpha=config.dirichlet_alpha,
+            dirichlet_fraction=config.dirichlet_fraction,
+            pb_c_init=config.pb_c_init,
+            pb_c_base=config.pb_c_base,
+            temperature=config.temperature,
+            **common,
+        )
+    weights = jnp.where(states.legal_action_mask, out.action_weights, 0.0)
+    weights = weights / jnp.maximum(weights.sum(-1, keepdims=True), 1e-12)
+    root_value = out.search_tree.node_values[:, mctx.Tree.ROOT_INDEX]
+    return SearchOutput(action=out.action, action_weights=weights, root_value=root_value)
+
+
+def greedy_actions(
+    env: Env, evaluator: NetworkEvaluator, variables: Any, states: State
+) -> jax.Array:
+    """1-ply greedy baseline: the legal action whose result has the best value for the mover.
+
+    For stochastic games the result is the afterstate (before the chance event), valued by the
+    network as in the search; a finished game is valued by its exact reward.
+    """
+    num_actions = env.num_actions
+    actions = jnp.arange(num_actions, dtype=jnp.int32)
+    mover = states.current_player
+
+    def result(state, action):
+        if env.is_stochastic:
+            nxt = env.step_deterministic(state, action)
+            return nxt.replace(observation=env.observe(nxt))
+        return env.step(state, action, jax.random.PRNGKey(0))
+
+    # [B, A] results, evaluated in one network call of B*A positions.
+    results = jax.vmap(lambda s: jax.vmap(lambda a: result(s, a))(actions))(states)
+    flat = jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[2:]), results)
+    _, value = evaluator(variables, flat.observation)
+    value = value.reshape(-1, num_actions)
+    rewards = results.rewards  # [B, A, P]
+    mover_b = jnp.broadcast_to(mover[:, None], value.shape)
+    reward = jnp.take_along_axis(rewards, mover_b[..., None], axis=2)[..., 0]
+    same = results.current_player == mover_b
+    done = results.terminated | results.truncated
+    total = jnp.where(done, reward, reward + jnp.where(same, value, -value))
+    total = jnp.where(states.legal_action_mask, total, -jnp.inf)
+    return jnp.argmax(total, axis=-1).astype(jnp.int32)
+
+
+def random_actions(states: State, key: jax.Array) -> jax.Array:
+    """Uniformly random legal actions for a batch of states (works on batched masks)."""
+    logits = jnp.where(states.legal_action_mask, 0.0, -jnp.inf)
+    return jax.random.categorical(key, logits, axis=-1).astype(jnp.int32)

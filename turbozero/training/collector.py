@@ -1,0 +1,95 @@
+"""Self-play collector: a batch of games stepped together, with auto-reset, into replay."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from envs.core import Env, State
+from turbozero.training import replay
+
+# search_fn(variables, states[B], key) -> (actions [B] or [B, P], policy targets [B, ...])
+SearchFn = Callable[[Any, State, jax.Array], tuple[jax.Array, jax.Array]]
+
+
+@struct.dataclass
+class CollectorState:
+    env_state: State  # [E] the games being played
+    episode_id: jax.Array  # int32[E] unique id of each game's current episode
+    return_so_far: jax.Array  # float32[E, P] rewards collected in the current episode
+
+
+@struct.dataclass
+class CollectStats:
+    episodes_finished: jax.Array  # int32, games that ended during the call
+    outcome_sum: jax.Array  # float32[P], sum of the final returns of those games
+    positions: jax.Array  # int32, positions written
+
+
+def init_collector(env: Env, key: jax.Array, num_envs: int) -> CollectorState:
+    states = jax.vmap(env.init)(jax.random.split(key, num_envs))
+    return CollectorState(
+        env_state=states,
+        episode_id=jnp.arange(num_envs, dtype=jnp.int32),
+        return_so_far=jnp.zeros((num_envs, env.num_players), jnp.float32),
+    )
+
+
+def collect(
+    env: Env,
+    search_fn: SearchFn,
+    variables: Any,
+    collector: CollectorState,
+    buffer: replay.ReplayBuffer,
+    key: jax.Array,
+    num_steps: int,
+) -> tuple[CollectorState, replay.ReplayBuffer, CollectStats]:
+    """Play `num_steps` moves in every game (lax.scan), writing every position to `buffer`."""
+    num_envs = collector.episode_id.shape[0]
+
+    def one_step(carry, step_key):
+        col, buf, stats = carry
+        k_search, k_step, k_reset = jax.random.split(step_key, 3)
+        s = col.env_state
+        actions, policy = search_fn(variables, s, k_search)
+        buf = replay.add(
+            buf,
+            s.observation,
+            policy,
+            s.legal_action_mask,
+            s.current_player,
+            col.return_so_far,
+            col.episode_id,
+        )
+        nxt = jax.vmap(env.step)(s, actions, jax.random.split(k_step, num_envs))
+        ret = col.return_so_far + nxt.rewards
+        done = nxt.terminated | nxt.truncated
+        buf = replay.finish_episodes(buf, done, col.episode_id, ret)
+        fresh = jax.vmap(env.init)(jax.random.split(k_reset, num_envs))
+        env_state = jax.tree_util.tree_map(
+            lambda a, b: jnp.where(done.reshape((-1,) + (1,) * (a.ndim - 1)), a, b), fresh, nxt
+        )
+        col = CollectorState(
+            env_state=env_state,
+            episode_id=jnp.where(done, col.episode_id + num_envs, col.episode_id),
+            return_so_far=jnp.where(done[:, None], 0.0, ret),
+        )
+        stats = CollectStats(
+            episodes_finished=stats.episodes_finished + done.sum(),
+            outcome_sum=stats.outcome_sum + jnp.where(done[:, None], ret, 0.0).sum(0),
+            positions=stats.positions + num_envs,
+        )
+        return (col, buf, stats), None
+
+    stats0 = CollectStats(
+        episodes_finished=jnp.zeros((), jnp.int32),
+        outcome_sum=jnp.zeros((env.num_players,), jnp.float32),
+        positions=jnp.zeros((), jnp.int32),
+    )
+    (collector, buffer, stats), _ = jax.lax.scan(
+        one_step, (collector, buffer, stats0), jax.random.split(key, num_steps)
+    )
+    return collector, buffer, stats
