@@ -1,0 +1,51 @@
+"""Backgammon value formats: 4-way targets, money equity, match equity (docs/equity.md).
+
+    from equity import reward_to_value_targets, value_outputs_to_equity
+    targets, masks = reward_to_value_targets(reward)            # (..., 4) each
+    eq = value_outputs_to_equity(jax.nn.sigmoid(logits))        # money equity in [-3, 3]
+    mwc = value_outputs_to_equity(probs, match_score=(2, 4, 7)) # match winning chance in [0, 1]
+
+Everything works on any leading batch shape and under `jit`, `vmap` and `grad`.
+"""
+
+from equity.met import (
+    MAX_MATCH_LENGTH,
+    MatchEquityTable,
+    match_equity_table,
+    match_winning_chance,
+    met_lookup,
+    money_equity_to_mwc,
+    mwc_to_money_equity,
+    outcome_match_winning_chances,
+)
+from equity.value import (
+    OUTCOME_POINTS,
+    equity_to_normalized,
+    gnubg_to_value_outputs,
+    money_equity,
+    normalized_to_equity,
+    outcome_probabilities,
+    reward_to_value_targets,
+    value_outputs_to_equity,
+    value_outputs_to_gnubg,
+)
+
+__all__ = [
+    "MAX_MATCH_LENGTH",
+    "MatchEquityTable",
+    "OUTCOME_POINTS",
+    "equity_to_normalized",
+    "gnubg_to_value_outputs",
+    "match_equity_table",
+    "match_winning_chance",
+    "met_lookup",
+    "money_equity",
+    "money_equity_to_mwc",
+    "mwc_to_money_equity",
+    "normalized_to_equity",
+    "outcome_match_winning_chances",
+    "outcome_probabilities",
+    "reward_to_value_targets",
+    "value_outputs_to_equity",
+    "value_outputs_to_gnubg",
+]
