@@ -83,7 +83,12 @@ def _value_loss_and_metrics(
     if value_head_out_size == 3:
         return wdl_value_loss(value_out, target_reward), {}
     if value_head_out_size == 4:
-        targets, masks = reward_to_value_targets(target_reward)
+        # reward_to_value_targets needs a decided game: positions of games cut without a
+        # result (reward 0, e.g. a step cap) are left out of the value loss.
+        decided = target_reward != 0
+        safe = jnp.where(decided, target_reward, 1.0)
+        targets, masks = reward_to_value_targets(safe)
+        masks = masks * decided[..., None]
         loss = four_way_value_loss(value_out, targets, masks)
         probs = jax.nn.sigmoid(value_out)
         metrics = {

@@ -1,0 +1,85 @@
+"""Networks: shapes of every value head, and a 4-way head that learns synthetic outcome rates."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from equity import reward_to_value_targets
+from turbozero.networks import MLPNet, ResNet, value_to_scalar
+from turbozero.training.loss_fns import four_way_value_loss
+
+
+@pytest.mark.parametrize("size", [1, 3, 4])
+def test_mlp_value_head_shapes(size):
+    net = MLPNet(num_actions=7, value_head_out_size=size, hidden_sizes=(8,))
+    x = jnp.ones((3, 5))
+    variables = net.init(jax.random.PRNGKey(0), x)
+    logits, value = net.apply(variables, x)
+    assert logits.shape == (3, 7)
+    assert value.shape == ((3,) if size == 1 else (3, size))
+    v = value_to_scalar(value, size)
+    assert v.shape == (3,)
+    bound = 3.0 if size == 4 else 1.0
+    assert np.all(np.abs(np.asarray(v)) <= bound + 1e-6)
+
+
+def test_resnet_shapes_and_batch_stats():
+    net = ResNet(num_actions=11, value_head_out_size=3, num_filters=8, num_blocks=1, value_hidden=16)
+    x = jnp.ones((2, 8, 8, 5))
+    variables = net.init(jax.random.PRNGKey(0), x)
+    assert "batch_stats" in variables
+    (logits, value), updates = net.apply(variables, x, train=True, mutable=["batch_stats"])
+    assert logits.shape == (2, 11) and value.shape == (2, 3)
+    assert "batch_stats" in updates
+    with pytest.raises(ValueError, match="batch, height, width, channels"):
+        net.apply(variables, jnp.ones((2, 64)))
+
+
+def test_bad_value_head_size():
+    net = MLPNet(num_actions=3, value_head_out_size=2)
+    with pytest.raises(ValueError, match="value_head_out_size"):
+        net.init(jax.random.PRNGKey(0), jnp.ones((1, 4)))
+
+
+def test_four_way_head_learns_synthetic_outcome_rates():
+    """Two kinds of positions with known outcome rates; the head must recover the conditionals."""
+    # kind 0: P(win)=0.7, P(gammon|win)=0.3, P(gammon|loss)=0.1, P(bg|gammon)=0.2
+    # kind 1: P(win)=0.3, P(gammon|win)=0.1, P(gammon|loss)=0.4, P(bg|gammon)=0.5
+    truth = np.array([[0.7, 0.3, 0.1, 0.2], [0.3, 0.1, 0.4, 0.5]])
+    rng = np.random.default_rng(0)
+    n = 20000
+    kind = rng.integers(0, 2, n)
+    t = truth[kind]
+    win = rng.random(n) < t[:, 0]
+    gammon = np.where(win, rng.random(n) < t[:, 1], rng.random(n) < t[:, 2])
+    bg = gammon & (rng.random(n) < t[:, 3])
+    points = 1 + gammon + bg
+    reward = np.where(win, points, -points).astype(np.float32)
+    x = np.eye(2, dtype=np.float32)[kind]
+    net = MLPNet(num_actions=2, value_head_out_size=4, hidden_sizes=(16,))
+    params = net.init(jax.random.PRNGKey(0), jnp.asarray(x[:1]))
+    tx = optax.adam(3e-2)
+    opt = tx.init(params)
+
+    def loss_fn(p, xb, rb):
+        _, logits = net.apply(p, xb)
+        targets, masks = reward_to_value_targets(rb)
+        return four_way_value_loss(logits, targets, masks)
+
+    @jax.jit
+    def step(p, o, xb, rb):
+        loss, g = jax.value_and_grad(loss_fn)(p, xb, rb)
+        upd, o = tx.update(g, o)
+        return optax.apply_updates(p, upd), o, loss
+
+    losses = []
+    for i in range(300):
+        idx = rng.integers(0, n, 512)
+        params, opt, loss = step(params, opt, jnp.asarray(x[idx]), jnp.asarray(reward[idx]))
+        losses.append(float(loss))
+    assert np.mean(losses[-20:]) < np.mean(losses[:5]) - 0.02
+    _, logits = net.apply(params, jnp.eye(2))
+    pred = np.asarray(jax.nn.sigmoid(logits))
+    np.testing.assert_allclose(pred, truth, atol=0.05)
