@@ -288,7 +288,7 @@ class Trainer:
                 for opp in cfg.eval_opponents:
                     res = self.evaluate(opp)
                     record.update({f"eval_{opp}_{k}": v for k, v in res.items()})
-            if self.metrics is not None:
+            if self.metrics is not None and jax.process_index() == 0:
                 self.metrics.write(record)
             if self.run_dir is not None and cfg.checkpoint_every and (
                 it % cfg.checkpoint_every == 0 or it == target
