@@ -262,3 +262,12 @@ def test_bad_match_score(score, name):
         return
     with pytest.raises(ValueError, match=name):
         value_outputs_to_equity(v, score)
+
+
+def test_gnubg_conversion_gradient_finite_where_conditions_are_empty():
+    # win = 1 (no losses) and no gammons: the conditionals are 0/0, set to 0 with a finite grad.
+    g = jnp.array([1.0, 0.0, 0.0, 0.0, 0.0])
+    v = gnubg_to_value_outputs(g)
+    np.testing.assert_array_equal(np.asarray(v), [1.0, 0.0, 0.0, 0.0])
+    grad = jax.grad(lambda x: gnubg_to_value_outputs(x).sum())(g)
+    assert np.all(np.isfinite(np.asarray(grad)))
