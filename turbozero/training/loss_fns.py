@@ -144,4 +144,30 @@ def az_loss_fn_4way(
     return az_loss_fn(params, train_state, experience, l2_reg_lambda, value_head_out_size=4)
 
 
+def simultaneous_loss_fn(
+    params: chex.ArrayTree,
+    train_state: TrainState,
+    experience: Experience,
+    l2_reg_lambda: float = 1e-4,
+) -> tuple[jax.Array, tuple[dict, dict]]:
+    """Two-player simultaneous games: each player's policy CE + MSE of each player's return.
+
+    `policy_weights`/`policy_mask` are `[B, 2, A]`, `reward` is `[B, 2]` (return to the end).
+    """
+    policy_logits, values = train_state.apply_fn(
+        {"params": params}, experience.observation_nn, train=True
+    )
+    b, p, a = policy_logits.shape
+    policy_loss = p * policy_cross_entropy(
+        policy_logits.reshape(b * p, a),
+        experience.policy_weights.reshape(b * p, a),
+        experience.policy_mask.reshape(b * p, a),
+    )
+    value_loss = jnp.mean(jnp.sum((values - experience.reward) ** 2, axis=-1))
+    l2_reg = l2_reg_lambda * l2_penalty(params)
+    loss = policy_loss + value_loss + l2_reg
+    metrics = {"policy_loss": policy_loss, "value_loss": value_loss, "l2_reg": l2_reg}
+    return loss, (metrics, {})
+
+
 LossFn = Callable[..., tuple[jax.Array, tuple[dict, dict]]]
