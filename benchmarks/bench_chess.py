@@ -1,0 +1,159 @@
+"""Chess random-play throughput: envs.chess vs pgx chess vs python-chess, in one run.
+
+    python benchmarks/bench_chess.py [--batches 1 64 1024] [--seconds 3]
+
+Every engine plays uniformly random legal moves and restarts a game when it ends. JAX engines
+run `steps` plies inside one jitted lax.scan (no Python per ply); the action is drawn the same
+way for both (the r-th legal action of the mask, r uniform), and a finished game is replaced by
+a fresh one. python-chess runs on one core: `list(board.legal_moves)` + `random.choice` +
+`board.push`, restarting at mate/stalemate, the 50-move rule, insufficient material or 512
+plies. Also printed: the compile time of `jit(env.step)` (unbatched) and the share of a batched
+ply spent choosing the action.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+
+def random_legal(key, mask):
+    n = jnp.sum(mask)
+    r = jax.random.randint(key, (), 0, jnp.maximum(n, 1))
+    return jnp.argmax(jnp.cumsum(mask) > r).astype(jnp.int32)
+
+
+def make_runner(init, step, batch: int, steps: int):
+    """A jitted function playing `steps` random plies on `batch` games with restarts."""
+
+    def body(carry, key):
+        state, fresh = carry
+        k1, k2 = jax.random.split(key)
+        a = jax.vmap(random_legal)(jax.random.split(k1, batch), state.legal_action_mask)
+        state = jax.vmap(step)(state, a)
+        done = state.terminated | state.truncated
+        state = jax.tree.map(
+            lambda f, s: jnp.where(done.reshape((-1,) + (1,) * (s.ndim - 1)), f, s), fresh, state
+        )
+        return (state, fresh), None
+
+    @jax.jit
+    def run(state, fresh, key):
+        (state, _), _ = jax.lax.scan(body, (state, fresh), jax.random.split(key, steps))
+        return state
+
+    def go(key):
+        fresh = jax.vmap(init)(jax.random.split(key, batch))
+        return run, fresh
+
+    return go
+
+
+def bench_jax(name, init, step, batch, seconds):
+    steps = max(10, min(2000, int(20000 / batch)))
+    run, fresh = make_runner(init, step, batch, steps)(jax.random.PRNGKey(0))
+    t0 = time.perf_counter()
+    state = jax.block_until_ready(run(fresh, fresh, jax.random.PRNGKey(1)))
+    compile_s = time.perf_counter() - t0
+    n, t0, i = 0, time.perf_counter(), 2
+    while time.perf_counter() - t0 < seconds:
+        state = jax.block_until_ready(run(state, fresh, jax.random.PRNGKey(i)))
+        n += steps * batch
+        i += 1
+    return n / (time.perf_counter() - t0), compile_s
+
+
+def bench_python_chess(seconds):
+    import chess
+
+    rnd = random.Random(0)
+    board, plies, n = chess.Board(), 0, 0
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        for _ in range(200):
+            legal = list(board.legal_moves)
+            over = (not legal or plies >= 512 or board.halfmove_clock >= 100
+                    or board.is_insufficient_material())
+            if over:
+                board, plies = chess.Board(), 0
+                legal = list(board.legal_moves)
+            board.push(rnd.choice(legal))
+            plies += 1
+            n += 1
+    return n / (time.perf_counter() - t0)
+
+
+def select_share(env, batch):
+    """Fraction of one batched random ply spent in the action choice alone."""
+    fresh = jax.vmap(env.init)(jax.random.split(jax.random.PRNGKey(0), batch))
+    mask = fresh.legal_action_mask
+    keys = jax.random.split(jax.random.PRNGKey(0), batch)
+    sel = jax.jit(jax.vmap(random_legal))
+    stp = jax.jit(jax.vmap(env.step))
+    a = jax.block_until_ready(sel(keys, mask))
+    jax.block_until_ready(stp(fresh, a))
+    reps = 20
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        jax.block_until_ready(sel(keys, mask))
+    t_sel = (time.perf_counter() - t0) / reps
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        jax.block_until_ready(stp(fresh, a))
+    t_step = (time.perf_counter() - t0) / reps
+    return t_sel, t_step
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--batches", type=int, nargs="+", default=[1, 64, 1024])
+    ap.add_argument("--seconds", type=float, default=3.0)
+    args = ap.parse_args()
+
+    import pgx
+
+    from envs import chess as ec
+
+    env = ec.Chess()
+    penv = pgx.make("chess")
+
+    t0 = time.perf_counter()
+    jax.jit(env.step).lower(env.init(jax.random.PRNGKey(0)), jnp.int32(0)).compile()
+    ours_compile = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    jax.jit(penv.step).lower(penv.init(jax.random.PRNGKey(0)), jnp.int32(0)).compile()
+    pgx_compile = time.perf_counter() - t0
+
+    pc = bench_python_chess(args.seconds)
+    print(f"jax {jax.__version__}, devices {jax.devices()}, cpus {os.cpu_count()}, "
+          f"load avg {os.getloadavg()[0]:.2f}")
+    print(f"compile jit(step), unbatched: envs.chess {ours_compile:.1f} s, pgx {pgx_compile:.1f} s")
+    print(f"python-chess (1 core): {pc:,.0f} plies/s")
+    print()
+    print("| batch | envs.chess steps/s | pgx chess steps/s | python-chess plies/s "
+          "| ours / python-chess | ours / pgx | scan compile ours / pgx (s) |")
+    print("|---|---|---|---|---|---|---|")
+    for b in args.batches:
+        ours, oc = bench_jax("ours", env.init, env.step, b, args.seconds)
+        theirs, tc = bench_jax("pgx", penv.init, lambda s, a: penv.step(s, a), b, args.seconds)
+        print(f"| {b} | {ours:,.0f} | {theirs:,.0f} | {pc:,.0f} | {ours / pc:.2f}x | "
+              f"{ours / theirs:.2f}x | {oc:.1f} / {tc:.1f} |", flush=True)
+    b = max(args.batches)
+    t_sel, t_step = select_share(env, b)
+    print()
+    print(f"batch {b}: action choice {t_sel * 1e3:.2f} ms, envs.chess step {t_step * 1e3:.2f} ms "
+          f"per batched ply (separate calls)")
+    print(f"load avg at end {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
