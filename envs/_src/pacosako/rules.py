@@ -1,0 +1,444 @@
+"""Paco Ŝako rules as pure JAX functions over one position (vmap at the edge).
+
+Squares are absolute: a1 = 0, b1 = 1, ..., h8 = 63 (index = 8 * rank + file). Colour 0 is White
+(moves up), colour 1 is Black. Piece codes: 0 empty, 1 pawn, 2 rook, 3 knight, 4 bishop,
+5 queen, 6 king (the engine's piece order, shifted by one so that 0 means "none").
+
+The rules follow the public engine kreibaum/pacosako (`lib/src/lib.rs`, `castling.rs`,
+`draw_state.rs`); docs/pacosako.md lists them and the few places where this code differs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import jax
+import jax.numpy as jnp
+
+EMPTY, PAWN, ROOK, KNIGHT, BISHOP, QUEEN, KING = range(7)
+# required next action (the engine's RequiredAction)
+LIFT, PLACE, PROMOTE_THEN_LIFT, PROMOTE_THEN_PLACE, PROMOTE_THEN_FINISH = range(5)
+# termination reasons
+RUNNING, PACO, NO_PROGRESS_DRAW, REPETITION_DRAW, NO_LEGAL_ACTION = range(5)
+REASONS = ("running", "paco", "no-progress draw", "repetition draw", "no legal action")
+NUM_ACTIONS = 132  # lift 0..63, place 64..127, promote 128..131 (rook, knight, bishop, queen)
+PROMOTE_TYPES = np.array([ROOK, KNIGHT, BISHOP, QUEEN], np.int32)
+REP_CAP = 128  # repetition history: cleared on progress, and 100 lifts without progress end it
+NO_PROGRESS_LIMIT = 100
+DRAW_AFTER_REPETITIONS = 3
+OFF = 64  # the "off the board" square index used in the tables
+
+# --------------------------------------------------------------------------- geometry tables
+# directions: 0-3 orthogonal (rook), 4-7 diagonal (bishop)
+_DIRS = [(0, 1), (1, 0), (0, -1), (-1, 0), (1, 1), (1, -1), (-1, -1), (-1, 1)]
+_KNIGHT = [(1, 2), (2, 1), (2, -1), (1, -2), (-1, -2), (-2, -1), (-2, 1), (-1, 2)]
+
+
+def _on(x, y):
+    return 0 <= x < 8 and 0 <= y < 8
+
+
+def _tables():
+    ray = np.full((64, 8, 7), OFF, np.int32)
+    knight = np.full((64, 8), OFF, np.int32)
+    for s in range(64):
+        x, y = s % 8, s // 8
+        for d, (dx, dy) in enumerate(_DIRS):
+            for k in range(7):
+                nx, ny = x + dx * (k + 1), y + dy * (k + 1)
+                if not _on(nx, ny):
+                    break
+                ray[s, d, k] = 8 * ny + nx
+        for j, (dx, dy) in enumerate(_KNIGHT):
+            if _on(x + dx, y + dy):
+                knight[s, j] = 8 * (y + dy) + x + dx
+    return ray, knight
+
+
+RAY, KNIGHT_T = _tables()
+NEIGH = RAY[:, :, 0]  # [64, 8] the king's steps
+RANK = np.arange(64) // 8
+FILE = np.arange(64) % 8
+# castling options: 0 White queen side, 1 White king side, 2 Black queen side, 3 Black king side
+C_ROOK_FROM = np.array([0, 7, 56, 63], np.int32)
+C_ROOK_TO = np.array([3, 5, 59, 61], np.int32)
+C_KING_TO = np.array([2, 6, 58, 62], np.int32)  # also the square the king is placed on
+C_KING_FROM = np.array([4, 4, 60, 60], np.int32)
+
+
+def _mask(squares):
+    m = np.zeros(64, bool)
+    m[list(squares)] = True
+    return m
+
+
+# squares between rook and king that must be empty, squares the king passes that must be safe
+C_EMPTY = np.stack([_mask([1, 2, 3]), _mask([5, 6]), _mask([57, 58, 59]), _mask([61, 62])])
+C_SAFE = np.stack([_mask([2, 3, 4]), _mask([4, 5, 6]), _mask([58, 59, 60]), _mask([60, 61, 62])])
+
+# Zobrist keys for the repetition hash (two 32-bit words = one 64-bit key)
+_rng = np.random.default_rng(20240512)
+Z_PIECE = _rng.integers(0, 2**32, size=(2, 2, 64, 7), dtype=np.uint64).astype(np.uint32)
+Z_PIECE[:, :, :, 0] = 0
+Z_SIDE = _rng.integers(0, 2**32, size=(2, 2), dtype=np.uint64).astype(np.uint32)
+Z_EP = _rng.integers(0, 2**32, size=(2, 65), dtype=np.uint64).astype(np.uint32)
+Z_EP[:, 64] = 0
+Z_CASTLE = _rng.integers(0, 2**32, size=(2, 4), dtype=np.uint64).astype(np.uint32)
+
+
+def forward(color):
+    """+1 for White (moves up the board), -1 for Black."""
+    return 1 - 2 * color
+
+
+def flip(sq, color):
+    """The square seen from `color`'s side: ranks mirrored for Black (files kept)."""
+    return jnp.where(color == 1, sq ^ 56, sq)
+
+
+# --------------------------------------------------------------------------- target sets
+def _gather(arr, idx):
+    """arr[idx] with idx == OFF reading False/0."""
+    padded = jnp.concatenate([arr, jnp.zeros((1,), arr.dtype)])
+    return padded[idx]
+
+
+def slider_targets(occ, blocker_ok):
+    """bool[64 src, 8 dir, 7 step] squares a slider at src may be placed on along each ray.
+
+    occ: bool[64] occupied squares; blocker_ok: bool[64] whether the first occupied square on a
+    ray is itself a target. Squares off the board are never targets.
+    """
+    valid = RAY < OFF
+    o = _gather(occ, RAY)
+    # a square is reachable when no earlier step on the ray is occupied
+    blocked_before = jnp.cumsum(o, axis=-1) - o > 0
+    free = valid & ~blocked_before
+    return free & (~o | _gather(blocker_ok, RAY))
+
+
+def _scatter_rows(mask, idx):
+    """[64, ...] boolean mask over target indices idx (same shape) -> bool[64 src, 64 dst]."""
+    src = jnp.broadcast_to(jnp.arange(64).reshape((64,) + (1,) * (idx.ndim - 1)), idx.shape)
+    out = jnp.zeros((64, 65), jnp.bool_).at[src.reshape(-1), idx.reshape(-1)].max(
+        mask.reshape(-1))
+    return out[:, :64]
+
+
+def slider_tables(occ, blocker_ok):
+    """(rook, bishop, queen) bool[64 src, 64 dst] target tables."""
+    t = slider_targets(occ, blocker_ok)
+    rook = _scatter_rows(t[:, :4], RAY[:, :4])
+    bishop = _scatter_rows(t[:, 4:], RAY[:, 4:])
+    return rook, bishop, rook | bishop
+
+
+def pawn_diagonals(color):
+    """int32[64, 2] the two forward-diagonal squares of a `color` pawn (OFF if none)."""
+    # directions (1,1),(-1,1) for White are 4 and 7; (1,-1),(-1,-1) for Black are 5 and 6
+    white = NEIGH[:, [4, 7]]
+    black = NEIGH[:, [5, 6]]
+    return jnp.where(color == 0, jnp.asarray(white), jnp.asarray(black))
+
+
+def pawn_forward(color):
+    """int32[64] the square in front of a `color` pawn (OFF if none)."""
+    return jnp.where(color == 0, jnp.asarray(NEIGH[:, 0]), jnp.asarray(NEIGH[:, 2]))
+
+
+# --------------------------------------------------------------------------- threats
+def threats(board, color, ep):
+    """bool[64]: squares `color` threatens through chains, as the engine's castling check.
+
+    The engine explores every chain of `color` on the actual boards. This is a fixed point over
+    (square, piece-in-hand) pairs instead: a hand piece threatens its targets (sliders up to and
+    including the first occupied square, knights and pawn diagonals everywhere); reaching a union
+    picks up `color`'s piece there; a piece that arrived at a union (or a pawn promoted there) can
+    be picked up again once a second, different piece arrives. Exact on the engine's threat
+    tests; docs/pacosako.md states the approximation.
+    """
+    mine = board[color]
+    theirs = board[1 - color]
+    occ = (mine > 0) | (theirs > 0)
+    union = (mine > 0) & (theirs > 0)
+    single = (mine > 0) & (theirs == 0)
+    ones = jnp.ones(64, jnp.bool_)
+    rook_t, bishop_t, queen_t = slider_tables(occ, ones)
+    kn = _scatter_rows(jnp.asarray(KNIGHT_T < OFF), jnp.asarray(KNIGHT_T))
+    diag = pawn_diagonals(color)
+    pawn_t = _scatter_rows(diag < OFF, diag)
+    zeros = jnp.zeros((64, 64), jnp.bool_)
+    # threat tables by piece code 0..6 (0 and king threaten nothing)
+    tt = jnp.stack([zeros, pawn_t, rook_t, kn, bishop_t, queen_t, zeros])
+    # chain arrivals: targets that are unions; a pawn also follows the en passant square
+    ep_src = jnp.where(ep >= 0, ep - 8 * forward(color), OFF)
+    ep_union = _gather(union, ep_src) & (ep >= 0)
+    ep_row = jnp.zeros(64, jnp.bool_).at[jnp.clip(ep, 0, 63)].set(ep >= 0)
+    arrive_t = tt & union[None, None, :]
+    arrive_t = arrive_t.at[PAWN].set(arrive_t[PAWN] | (pawn_t & ep_row[None, :] & ep_union))
+    # what is picked up on arrival: the union's piece; at the en passant square, the piece of
+    # the union that is swapped back onto it
+    pick = jnp.where(ep_row & ep_union, _gather(mine, ep_src), mine)
+    promo_row = jnp.asarray(RANK) == jnp.where(color == 0, 7, 0)
+    init = (single & (mine != KING))[:, None] & (jnp.arange(7)[None, :] == mine[:, None])
+
+    def body(carry):
+        hand, _ = carry
+        arr = jnp.einsum("st,tsu->tu", hand.astype(jnp.float32),
+                         arrive_t.astype(jnp.float32)) > 0  # [7 type, 64 square]
+        any_arr = jnp.any(arr, axis=0)
+        n_types = jnp.sum(arr, axis=0)
+        again = n_types >= 2
+        promoted = arr[PAWN] & promo_row
+        new = hand | (any_arr[:, None] & (jnp.arange(7)[None, :] == pick[:, None]))
+        new = new | (again[:, None] & arr.T)
+        promo_types = jnp.zeros(7, jnp.bool_).at[PROMOTE_TYPES].set(True)
+        new = new | ((again & promoted)[:, None] & promo_types[None, :])
+        new = new & (jnp.arange(7)[None, :] > 0)
+        return new, jnp.any(new != hand)
+
+    hand, _ = jax.lax.while_loop(lambda c: c[1], body, (init, jnp.bool_(True)))
+    return jnp.einsum("st,tsu->u", hand.astype(jnp.float32), tt.astype(jnp.float32)) > 0
+
+
+# --------------------------------------------------------------------------- move generation
+def _cps(mine, theirs):
+    """Squares where a single piece may be placed: an opponent is there or no own piece is."""
+    return (theirs > 0) | (mine == 0)
+
+
+def lift_mask(board, color, ep):
+    """bool[64] own squares whose piece (or pair) has at least one place target."""
+    mine, theirs = board[color], board[1 - color]
+    empty = (mine == 0) & (theirs == 0)
+    pair = (mine > 0) & (theirs > 0)
+    cps = _cps(mine, theirs)
+    first = jnp.asarray(RAY[:, :, 0])  # [64, 8]
+    first_ok = _gather(empty, first) | (~pair[:, None] & _gather(cps, first))
+    orth = jnp.any(first_ok[:, :4], axis=1)
+    diag = jnp.any(first_ok[:, 4:], axis=1)
+    kn = jnp.asarray(KNIGHT_T)
+    kn_ok = jnp.any(jnp.where(pair[:, None], _gather(empty, kn), _gather(cps, kn)), axis=1)
+    king_ok = jnp.any(_gather(empty, jnp.asarray(NEIGH)), axis=1)
+    fwd = pawn_forward(color)
+    dg = pawn_diagonals(color)
+    ep_hit = (dg == ep) & (ep >= 0)
+    strike = jnp.any(_gather(theirs > 0, dg) | ep_hit, axis=1) & ~pair
+    pawn_ok = _gather(empty, fwd) | strike
+    ok = jnp.stack([jnp.zeros(64, jnp.bool_), pawn_ok, orth, kn_ok, diag, orth | diag, king_ok])
+    return (mine > 0) & jnp.take_along_axis(ok, mine.astype(jnp.int32)[None, :], axis=0)[0]
+
+
+def place_mask(board, color, hand_piece, hand_partner, hand_pos, ep, castling):
+    """bool[64] squares the piece (or pair) in hand may be placed on."""
+    mine, theirs = board[color], board[1 - color]
+    empty = (mine == 0) & (theirs == 0)
+    occ = ~empty
+    pair = hand_partner > 0
+    cps = _cps(mine, theirs)
+    p = jnp.clip(hand_pos, 0, 63)
+    # sliders from the hand square only
+    t = slider_targets(occ, cps & ~pair)[p]  # [8, 7]
+    ray = jnp.asarray(RAY)[p]
+
+    def scatter(m, idx):
+        return jnp.zeros(65, jnp.bool_).at[idx.reshape(-1)].max(m.reshape(-1))[:64]
+
+    rook = scatter(t[:4], ray[:4])
+    bishop = scatter(t[4:], ray[4:])
+    kn_sq = jnp.asarray(KNIGHT_T)[p]
+    kn = scatter(jnp.where(pair, _gather(empty, kn_sq), _gather(cps, kn_sq)), kn_sq)
+    # pawn: forward steps onto empty squares, two from its start rank (or behind it)
+    fwd1 = pawn_forward(color)[p]
+    fwd2 = _gather(pawn_forward(color), fwd1)
+    row = p // 8
+    double_ok = jnp.where(color == 0, row <= 1, row >= 6)
+    e1 = _gather(empty, fwd1)
+    e2 = _gather(empty, fwd2) & e1 & double_ok
+    dg = pawn_diagonals(color)[p]
+    strike = (_gather(theirs > 0, dg) | ((dg == ep) & (ep >= 0))) & ~pair
+    pawn = scatter(jnp.stack([e1, e2, strike[0], strike[1]]),
+                   jnp.stack([fwd1, fwd2, dg[0], dg[1]]))
+    # king: empty neighbours, plus castling places
+    ng = jnp.asarray(NEIGH)[p]
+    king = scatter(_gather(empty, ng), ng)
+    opts = jnp.asarray([0, 1]) + 2 * color
+    room = jnp.all(~jnp.asarray(C_EMPTY)[opts] | empty[None, :], axis=1)
+    avail = castling[opts] & room
+    thr = threats(board, 1 - color, ep)
+    safe = ~jnp.any(jnp.asarray(C_SAFE)[opts] & thr[None, :], axis=1)
+    castle_ok = avail & jax.lax.cond(jnp.any(avail) & (hand_piece == KING),
+                                     lambda: safe, lambda: jnp.zeros(2, jnp.bool_))
+    king = king | jnp.zeros(65, jnp.bool_).at[jnp.asarray(C_KING_TO)[opts]].max(castle_ok)[:64]
+    table = jnp.stack([jnp.zeros(64, jnp.bool_), pawn, rook, kn, bishop, rook | bishop, king])
+    return table[jnp.clip(hand_piece, 0, 6)] & (hand_piece > 0)
+
+
+def legal_mask(board, color, required, hand_piece, hand_partner, hand_pos, ep, castling):
+    """bool[132] legal actions in the mover's frame (squares mirrored for Black)."""
+    lm = lift_mask(board, color, ep) & (required == LIFT)
+    pm = place_mask(board, color, hand_piece, hand_partner, hand_pos, ep, castling)
+    pm = pm & (required == PLACE)
+    promote = (required == PROMOTE_THEN_LIFT) | (required == PROMOTE_THEN_PLACE) | (
+        required == PROMOTE_THEN_FINISH)
+    rel = flip(jnp.arange(64), color)  # relative index -> absolute square
+    return jnp.concatenate([lm[rel], pm[rel], jnp.broadcast_to(promote, (4,))])
+
+
+# --------------------------------------------------------------------------- hashing
+def position_hash(board, color, ep, castling):
+    """uint32[2]: the repetition key (board, side to move, en passant square, castling)."""
+    sq = jnp.arange(64)
+    zp = jnp.asarray(Z_PIECE)
+    h = (zp[:, 0, sq, board[0].astype(jnp.int32)].sum(axis=1, dtype=jnp.uint32)
+         + zp[:, 1, sq, board[1].astype(jnp.int32)].sum(axis=1, dtype=jnp.uint32))
+    h = h + jnp.asarray(Z_SIDE)[:, color] + jnp.asarray(Z_EP)[:, jnp.where(ep >= 0, ep, 64)]
+    h = h + jnp.sum(jnp.where(castling[None, :], jnp.asarray(Z_CASTLE), 0), axis=1,
+                    dtype=jnp.uint32)
+    return h.astype(jnp.uint32)
+
+
+# --------------------------------------------------------------------------- transitions
+def _swap(board, a, b):
+    """Exchange the contents (both colours) of squares a and b."""
+    ca, cb = board[:, a], board[:, b]
+    return board.at[:, a].set(cb).at[:, b].set(ca)
+
+
+def record_position(p):
+    """The engine's `record_position`: after a finished move, check both draw rules.
+
+    `p` is a dict of position fields; returns it updated (termination, history).
+    """
+    running = p["termination"] == RUNNING
+    limit = p["no_progress"] >= NO_PROGRESS_LIMIT
+    h = position_hash(p["board"], p["color"], p["ep"], p["castling"])
+    idx = jnp.arange(REP_CAP)
+    seen = jnp.sum((idx < p["rep_len"]) & jnp.all(p["rep_hist"] == h[None, :], axis=1))
+    repeated = seen + 1 >= DRAW_AFTER_REPETITIONS
+    write = running & ~limit
+    hist = jnp.where(write & (idx == jnp.minimum(p["rep_len"], REP_CAP - 1))[:, None],
+                     h[None, :], p["rep_hist"])
+    term = jnp.where(running & limit, NO_PROGRESS_DRAW,
+                     jnp.where(write & repeated, REPETITION_DRAW, p["termination"]))
+    return dict(p, rep_hist=hist, rep_len=jnp.where(write, jnp.minimum(p["rep_len"] + 1, REP_CAP),
+                                                    p["rep_len"]),
+                termination=term)
+
+
+def _progress(p):
+    return dict(p, no_progress=jnp.zeros_like(p["no_progress"]),
+                rep_len=jnp.zeros_like(p["rep_len"]))
+
+
+def _select(flag, a, b):
+    return jax.tree_util.tree_map(lambda x, y: jnp.where(flag, x, y), a, b)
+
+
+def _finish_turn(p, record=True):
+    """Hand the turn to the opponent (required action Lift) and record the position."""
+    p = dict(p, color=1 - p["color"], required=jnp.int32(LIFT))
+    return record_position(p) if record else p
+
+
+def _lift(p, sq):
+    board, c = p["board"], p["color"]
+    piece, partner = board[c, sq], board[1 - c, sq]
+    rook = (piece == ROOK) | (partner == ROOK)
+    castling = p["castling"] & ~(rook & (jnp.asarray(C_ROOK_FROM) == sq))
+    board = board.at[:, sq].set(0)
+    return dict(p, board=board, castling=castling, hand_piece=piece.astype(jnp.int32),
+                hand_partner=partner.astype(jnp.int32), hand_pos=sq, required=jnp.int32(PLACE),
+                no_progress=p["no_progress"] + 1)
+
+
+def _place_king(p, t):
+    board, c = p["board"], p["color"]
+    opts = jnp.asarray([0, 1]) + 2 * c
+    hit = p["castling"][opts] & (jnp.asarray(C_KING_TO)[opts] == t)
+    rf = jnp.asarray(C_ROOK_FROM)[opts]
+    rt = jnp.asarray(C_ROOK_TO)[opts]
+    board = _select(hit[0], _swap(board, rf[0], rt[0]), board)
+    board = _select(hit[1], _swap(board, rf[1], rt[1]), board)
+    board = board.at[c, t].set(KING)
+    castling = p["castling"] & ~((jnp.arange(4) // 2) == c)
+    p = dict(p, board=board, castling=castling, ep=jnp.int32(-1), hand_piece=jnp.int32(0),
+             hand_partner=jnp.int32(0), hand_pos=jnp.int32(-1))
+    return _finish_turn(p)
+
+
+def _place_single(p, t):
+    board, c = p["board"], p["color"]
+    piece, src = p["hand_piece"], p["hand_pos"]
+    fwd = 8 * forward(c)
+    en_passant = (piece == PAWN) & (p["ep"] == t) & (src + fwd != t)
+    board = _select(en_passant, _swap(board, t, jnp.clip(t - fwd, 0, 63)), board)
+    ep = jnp.where(en_passant, -1, p["ep"])
+    promo_row = jnp.where(c == 0, 7, 0)
+    promotion = jnp.where((piece == PAWN) & (t // 8 == promo_row), t, p["promotion"])
+    below = board[c, t].astype(jnp.int32)
+    board = board.at[c, t].set(piece.astype(board.dtype))
+    # a chain: our piece from the union at t is now in hand
+    chain = dict(p, board=board, ep=ep, promotion=promotion, hand_piece=below,
+                 hand_partner=jnp.int32(0), hand_pos=t,
+                 required=jnp.where(promotion >= 0, PROMOTE_THEN_PLACE, PLACE).astype(jnp.int32))
+    # not a chain: the move ends (perhaps with a new union, perhaps with the king's)
+    partner = board[1 - c, t]
+    start_row = jnp.where(c == 0, 1, 6)
+    double = (piece == PAWN) & (src // 8 == start_row) & (jnp.abs(t // 8 - src // 8) == 2)
+    end = dict(p, board=board, promotion=promotion, ep=jnp.where(double, src + fwd, -1),
+               hand_piece=jnp.int32(0), hand_partner=jnp.int32(0), hand_pos=jnp.int32(-1))
+    end = _select(partner > 0, _progress(end), end)
+    end = dict(end, termination=jnp.where(partner == KING, PACO, end["termination"]),
+               winner=jnp.where(partner == KING, c, end["winner"]))
+    finish = _finish_turn(end)
+    wait = dict(end, required=jnp.int32(PROMOTE_THEN_FINISH))
+    end = _select(promotion >= 0, wait, finish)
+    return _select(below > 0, chain, end)
+
+
+def _place_pair(p, t):
+    board, c = p["board"], p["color"]
+    piece, partner, src = p["hand_piece"], p["hand_partner"], p["hand_pos"]
+    fwd = 8 * forward(c)
+    start_row = jnp.where(c == 0, 1, 6)
+    double = (piece == PAWN) & (src // 8 == start_row) & (jnp.abs(t // 8 - src // 8) == 2)
+    board = board.at[c, t].set(piece.astype(board.dtype)).at[1 - c, t].set(
+        partner.astype(board.dtype))
+    q = dict(p, board=board, ep=jnp.where(double, src + fwd, -1), hand_piece=jnp.int32(0),
+             hand_partner=jnp.int32(0), hand_pos=jnp.int32(-1))
+    own = (piece == PAWN) & (t // 8 == jnp.where(c == 0, 7, 0))
+    theirs = (partner == PAWN) & (t // 8 == jnp.where(c == 0, 0, 7))
+    own_s = dict(q, promotion=t, required=jnp.int32(PROMOTE_THEN_FINISH))
+    # the opponent's pawn reached its last row: they promote at the start of their turn
+    theirs_s = dict(_finish_turn(q, record=False), promotion=t,
+                    required=jnp.int32(PROMOTE_THEN_LIFT))
+    return _select(own, own_s, _select(theirs, theirs_s, _finish_turn(q)))
+
+
+def _place(p, t):
+    single = _place_single(p, t)
+    king = _place_king(p, t)
+    pair = _place_pair(p, t)
+    return _select(p["hand_partner"] > 0, pair, _select(p["hand_piece"] == KING, king, single))
+
+
+def _promote(p, k):
+    c, sq = p["color"], jnp.clip(p["promotion"], 0, 63)
+    board = p["board"].at[c, sq].set(jnp.asarray(PROMOTE_TYPES)[k].astype(p["board"].dtype))
+    q = _progress(dict(p, board=board, promotion=jnp.int32(-1)))
+    then_lift = record_position(dict(q, required=jnp.int32(LIFT)))
+    then_place = dict(q, required=jnp.int32(PLACE))
+    finish = _finish_turn(dict(q, ep=jnp.int32(-1)))
+    r = p["required"]
+    return _select(r == PROMOTE_THEN_LIFT, then_lift,
+                   _select(r == PROMOTE_THEN_PLACE, then_place, finish))
+
+
+def apply_action(p, action):
+    """Apply a legal action (mover's frame) to the position dict `p`."""
+    c = p["color"]
+    sq = flip(action % 64, c).astype(jnp.int32)
+    lifted = _lift(p, sq)
+    placed = _place(p, sq)
+    promoted = _promote(p, jnp.clip(action - 128, 0, 3))
+    return _select(action < 64, lifted, _select(action < 128, placed, promoted))
