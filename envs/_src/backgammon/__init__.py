@@ -1,0 +1,1 @@
+"""Backgammon internals: rules (jax), notation (Position IDs, render), gnubg bridge."""

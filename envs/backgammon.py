@@ -1,0 +1,278 @@
+"""Backgammon with standard rules, micro-actions and an explicit chance API.
+
+    env = envs.make("backgammon")
+    state = env.init(key)                       # opening roll already made
+    state = env.step(state, action, key)        # one checker per action
+
+Rules (see docs/backgammon.md): the forced-move rule (play both dice when possible, else the
+larger one; doubles as many as possible), hits and the bar, bearing off, single / gammon /
+backgammon (a loser's checker on the bar counts) for 1 / 2 / 3 points. No doubling cube.
+
+Turn structure: decision states (dice known) -> the same player acts once per checker moved ->
+a chance state (``is_chance``, next player to roll, no dice) -> ``step_chance`` rolls. A player
+with no legal move has exactly one legal action, the pass (action 0), which ends the turn.
+
+Board and action layout: `envs._src.backgammon.rules`.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from envs._src.backgammon import notation, rules
+from envs.core import ILLEGAL_ACTION_PENALTY, Array, Env, PRNGKey, State
+
+OBS_SIZE = 24 * 4 * 2 + 4 + 6 + 1
+
+
+@struct.dataclass
+class BackgammonState(State):
+    """State of a backgammon game.
+
+    board: int32[28], from `current_player`'s side (layout in `rules`).
+    dice: int32[2], the roll being played (low, high); zeros at a chance state.
+    remaining: int32[6], unplayed dice per value.
+    is_chance: bool, the player `current_player` must roll next.
+    """
+
+    board: Array = struct.field(default=None)
+    dice: Array = struct.field(default=None)
+    remaining: Array = struct.field(default=None)
+    is_chance: Array = struct.field(default=None)
+
+
+def _observe_board(board: Array, remaining: Array, is_chance: Array) -> Array:
+    """float32[203]: per point 4 TD-Gammon style units for each side, bars, borne off, the
+    dice left and the chance flag (all from the side of `board`)."""
+    pts = board[:24]
+    mine = jnp.maximum(pts, 0).astype(jnp.float32)
+    theirs = jnp.maximum(-pts, 0).astype(jnp.float32)
+
+    def units(n):
+        return jnp.stack(
+            [n >= 1, n >= 2, n >= 3, jnp.maximum(n - 3.0, 0.0) / 2.0], axis=-1
+        ).astype(jnp.float32).reshape(-1)
+
+    extra = jnp.stack(
+        [
+            board[rules.BAR] / 2.0,
+            -board[rules.OPP_BAR] / 2.0,
+            board[rules.OFF] / 15.0,
+            -board[rules.OPP_OFF] / 15.0,
+        ]
+    ).astype(jnp.float32)
+    return jnp.concatenate(
+        [units(mine), units(theirs), extra, remaining.astype(jnp.float32) / 4.0,
+         is_chance.astype(jnp.float32)[None]]
+    )
+
+
+class Backgammon(Env):
+    """Standard backgammon (money game scoring, no cube) as micro-actions with chance nodes."""
+
+    id = "backgammon"
+    num_players = 2
+    num_actions = rules.NUM_ACTIONS
+    is_stochastic = True
+    num_chance_outcomes = 21
+
+    def __init__(self) -> None:
+        self._roll_probs = jnp.asarray(rules.ROLL_PROBS)
+        self._rolls = jnp.asarray(rules.ROLLS)
+
+    # ------------------------------------------------------------------ protocol
+    def _init(self, key: PRNGKey) -> BackgammonState:
+        # Opening: each player rolls one die until they differ; the higher die moves first and
+        # plays both dice. Equivalent: a uniform non-double roll and a uniform first player.
+        k1, k2 = jax.random.split(key)
+        non_doubles = jnp.asarray([i for i, (a, b) in enumerate(rules.ROLLS) if a != b])
+        outcome = non_doubles[jax.random.randint(k1, (), 0, non_doubles.shape[0])]
+        player = jax.random.randint(k2, (), 0, 2).astype(jnp.int32)
+        return self._decision_state(jnp.asarray(rules.START_BOARD), outcome, player)
+
+    def _decision_state(self, board: Array, outcome: Array, player: Array) -> BackgammonState:
+        dice = self._rolls[outcome]
+        remaining = rules.roll_remaining(dice[0], dice[1])
+        mask = rules.full_mask(rules.roll_mask(board, remaining))
+        return BackgammonState(
+            current_player=jnp.asarray(player, jnp.int32),
+            observation=jnp.zeros(OBS_SIZE, jnp.float32),
+            rewards=jnp.zeros(2, jnp.float32),
+            terminated=jnp.asarray(False),
+            truncated=jnp.asarray(False),
+            legal_action_mask=mask,
+            step_count=jnp.asarray(0, jnp.int32),
+            board=board.astype(jnp.int32),
+            dice=dice.astype(jnp.int32),
+            remaining=remaining.astype(jnp.int32),
+            is_chance=jnp.asarray(False),
+        )
+
+    def _observe(self, state: BackgammonState, player_id: Array) -> Array:
+        board = jnp.where(player_id == state.current_player, state.board, rules.flip(state.board))
+        return _observe_board(board, state.remaining, state.is_chance)
+
+    def _apply_decision(self, state: BackgammonState, action: Array) -> BackgammonState:
+        """Play a (legal) micro-action on a live decision state; a chance state is returned
+        unchanged. The result is a decision state (same player), a chance state (turn over,
+        board flipped, opponent to roll) or a terminal state (board from the winner's side)."""
+        src = action // 6
+        die = action % 6 + 1
+        is_move = (src > 0) & ~state.is_chance
+        moved = rules.apply_move(state.board, src - 1, die)
+        board = jnp.where(is_move, moved, state.board)
+        remaining = state.remaining - jnp.where(is_move, jnp.arange(1, 7) == die, 0)
+        won = board[rules.OFF] == 15
+        rows = rules.simple_mask(board, remaining)
+        turn_over = ~state.is_chance & ~won & ~jnp.any(rows)
+        points = rules.game_points(board).astype(jnp.float32)
+        me = state.current_player
+        rewards = jnp.where(
+            won, jnp.where(jnp.arange(2) == me, points, -points), 0.0
+        ).astype(jnp.float32)
+        next_player = jnp.where(turn_over, 1 - me, me).astype(jnp.int32)
+        board = jnp.where(turn_over, rules.flip(board), board)
+        mask = jnp.where(
+            turn_over | state.is_chance,
+            jnp.zeros(rules.NUM_ACTIONS, jnp.bool_).at[rules.PASS_ACTION].set(True),
+            rules.full_mask(rows),
+        )
+        return state.replace(
+            current_player=next_player,
+            rewards=rewards,
+            terminated=won,
+            legal_action_mask=mask,
+            board=board,
+            dice=jnp.where(turn_over, 0, state.dice),
+            remaining=jnp.where(turn_over, 0, remaining),
+            is_chance=state.is_chance | turn_over,
+        )
+
+    def _roll(self, state: BackgammonState, outcome: Array) -> BackgammonState:
+        """Resolve a chance state with roll `outcome`; other states are returned unchanged."""
+        dice = self._rolls[outcome]
+        remaining = rules.roll_remaining(dice[0], dice[1])
+        mask = rules.full_mask(rules.roll_mask(state.board, remaining))
+        c = state.is_chance
+        return state.replace(
+            dice=jnp.where(c, dice, state.dice),
+            remaining=jnp.where(c, remaining, state.remaining),
+            legal_action_mask=jnp.where(c, mask, state.legal_action_mask),
+            is_chance=jnp.asarray(False),
+        )
+
+    def _step(self, state: BackgammonState, action: Array, key: Optional[PRNGKey]) -> BackgammonState:
+        after = self._apply_decision(state, action)
+        outcome = jax.random.choice(key, 21, p=self._roll_probs)
+        return self._roll(after, outcome)
+
+    # ---------------------------------------------------------------- chance API
+    def chance_outcome_probs(self, state: BackgammonState) -> Array:
+        """float32[21]: roll probabilities (order of `rules.ROLLS`) at a chance state, a
+        one-hot on outcome 0 elsewhere."""
+        one_hot = jnp.zeros(21, jnp.float32).at[0].set(1.0)
+        return jnp.where(state.is_chance, self._roll_probs, one_hot)
+
+    def step_deterministic(self, state: BackgammonState, action: Array) -> BackgammonState:
+        """Apply a decision without rolling: a turn-ending action gives a chance state.
+
+        Same conventions as `Env.step` (terminal states absorb, an illegal action loses)."""
+        action = jnp.asarray(action, dtype=jnp.int32)
+        done = state.terminated | state.truncated
+        in_range = (action >= 0) & (action < self.num_actions)
+        legal = state.legal_action_mask[jnp.clip(action, 0, self.num_actions - 1)] & in_range
+        nxt = self._apply_decision(state.replace(step_count=state.step_count + 1), action)
+        nxt = jax.tree_util.tree_map(
+            lambda a, b: jnp.where(done, a, b), state.replace(rewards=jnp.zeros(2)), nxt
+        )
+        illegal = ~legal & ~done
+        me = state.current_player
+        penalty = jnp.where(jnp.arange(2) == me, ILLEGAL_ACTION_PENALTY, -ILLEGAL_ACTION_PENALTY)
+        nxt = nxt.replace(
+            rewards=jnp.where(illegal, penalty, nxt.rewards).astype(jnp.float32),
+            terminated=nxt.terminated | illegal,
+            # a player who lost by an illegal action stays the player of record
+            current_player=jnp.where(illegal, me, nxt.current_player),
+            is_chance=nxt.is_chance & ~illegal,
+        )
+        return self._finalize(nxt)
+
+    def step_chance(self, state: BackgammonState, outcome: Array) -> BackgammonState:
+        """Roll `outcome` (index into `rules.ROLLS`) at a chance state; a no-op elsewhere."""
+        outcome = jnp.clip(jnp.asarray(outcome, jnp.int32), 0, 20)
+        live = ~(state.terminated | state.truncated)
+        rolled = self._roll(state, outcome)
+        rolled = jax.tree_util.tree_map(lambda a, b: jnp.where(live, b, a), state, rolled)
+        return self._finalize(rolled)
+
+    # ------------------------------------------------------------ boundary helpers
+    def check_action(self, state: BackgammonState, action) -> None:
+        """ValueError if `action` is illegal (also at a chance state: roll first)."""
+        if bool(state.is_chance) and not (bool(state.terminated) or bool(state.truncated)):
+            raise ValueError("backgammon: this is a chance state; call step_chance (roll) first")
+        super().check_action(state, action)
+
+
+# ---------------------------------------------------------------------- module API
+def from_position_id(position_id: str, dice: Sequence[int], current_player: int = 0) -> BackgammonState:
+    """A decision state from a gnubg Position ID (player on roll = `current_player`) and dice."""
+    gboard = notation.decode_position_id(position_id)
+    return from_gnubg_board(gboard, dice, current_player)
+
+
+def from_gnubg_board(gboard, dice: Sequence[int], current_player: int = 0) -> BackgammonState:
+    """A decision state from gnubg's (opponent, on roll) board pair and a roll."""
+    board = notation.gnubg_to_board(gboard)
+    try:
+        d1, d2 = (int(d) for d in dice)
+    except (TypeError, ValueError):
+        raise ValueError(f"dice must be two integers, got {dice!r}") from None
+    if not (1 <= d1 <= 6 and 1 <= d2 <= 6):
+        raise ValueError(f"dice must be in 1..6, got {dice!r}")
+    if current_player not in (0, 1):
+        raise ValueError(f"current_player must be 0 or 1, got {current_player!r}")
+    lo, hi = min(d1, d2), max(d1, d2)
+    outcome = int(np.flatnonzero((rules.ROLLS[:, 0] == lo) & (rules.ROLLS[:, 1] == hi))[0])
+    env = Backgammon()
+    s = _decision_state_jit(jnp.asarray(board), jnp.asarray(outcome), jnp.asarray(current_player))
+    return s.replace(observation=env._observe(s, s.current_player))
+
+
+@jax.jit
+def _decision_state_jit(board, outcome, player):
+    return Backgammon()._decision_state(board, outcome, player)
+
+
+def to_gnubg_board(state: BackgammonState):
+    """gnubg's (opponent, on roll) board pair, `state.current_player` on roll."""
+    return notation.board_to_gnubg(np.asarray(state.board))
+
+
+def to_position_id(state: BackgammonState) -> str:
+    """gnubg Position ID of a concrete state, the player to move (or to roll) on roll."""
+    return notation.encode_position_id(to_gnubg_board(state))
+
+
+def render(state: BackgammonState) -> str:
+    """A readable text diagram of a concrete state."""
+    return notation.render_board(
+        np.asarray(state.board), int(state.current_player), np.asarray(state.dice),
+        np.asarray(state.remaining), bool(state.is_chance), bool(state.terminated),
+        np.asarray(state.rewards),
+    )
+
+
+__all__ = [
+    "Backgammon",
+    "BackgammonState",
+    "from_position_id",
+    "from_gnubg_board",
+    "to_position_id",
+    "to_gnubg_board",
+    "render",
+]
