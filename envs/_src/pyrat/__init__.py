@@ -1,0 +1,1 @@
+"""PyRat internals: maze generation and files (`maze`), text and matplotlib rendering (`render`)."""

@@ -1,0 +1,315 @@
+"""PyRat mazes: the array layout, random generation in JAX and the JSON maze file.
+
+Layout (shared by the env, the search and the renderers):
+
+* cells are `(x, y)`, `(0, 0)` bottom-left; arrays are indexed `[y, x]`.
+* directions UP=0 (y+1), RIGHT=1 (x+1), DOWN=2 (y-1), LEFT=3 (x-1), STAY=4.
+* `cost: int32[H, W, 4]` is the number of turns needed to leave a cell in a direction:
+  0 = wall or board edge, 1 = open passage, w >= 2 = mud of weight w. A passage has the
+  same cost seen from both sides.
+* The 180-degree rotation maps cell (x, y) to (W-1-x, H-1-y) and direction d to (d+2) % 4.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from typing import Any, Union
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+UP, RIGHT, DOWN, LEFT, STAY = 0, 1, 2, 3, 4
+DX = np.array([0, 1, 0, -1, 0], dtype=np.int32)
+DY = np.array([1, 0, -1, 0, 0], dtype=np.int32)
+OPPOSITE = np.array([2, 3, 0, 1], dtype=np.int32)
+FORMAT = "turbozero-pyrat-maze/1"
+
+
+# ----------------------------------------------------------------------------- numpy side
+@dataclasses.dataclass(frozen=True)
+class Maze:
+    """A fixed maze: walls, mud, cheese and the two start cells (plain numpy)."""
+
+    width: int
+    height: int
+    cost: np.ndarray  # int32[H, W, 4]
+    cheese: np.ndarray  # bool[H, W]
+    player1: tuple[int, int]
+    player2: tuple[int, int]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (see `docs/pyrat.md`): walls and mud listed once per passage."""
+        walls, mud = [], []
+        for y in range(self.height):
+            for x in range(self.width):
+                for d in (UP, RIGHT):
+                    nx, ny = x + int(DX[d]), y + int(DY[d])
+                    if nx >= self.width or ny >= self.height:
+                        continue
+                    c = int(self.cost[y, x, d])
+                    if c == 0:
+                        walls.append([x, y, nx, ny])
+                    elif c > 1:
+                        mud.append([x, y, nx, ny, c])
+        ys, xs = np.nonzero(self.cheese)
+        return {
+            "format": FORMAT,
+            "width": self.width,
+            "height": self.height,
+            "walls": walls,
+            "mud": mud,
+            "cheese": sorted([int(x), int(y)] for x, y in zip(xs, ys)),
+            "player1": list(self.player1),
+            "player2": list(self.player2),
+        }
+
+    def save(self, path: Union[str, os.PathLike]) -> None:
+        with open(path, "w") as f:
+            json.dump(self.to_dict(), f)
+
+
+def _int(v: Any, what: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise ValueError(f"maze file: {what} must be an integer, got {v!r}")
+    return int(v)
+
+
+def _cell(v: Any, what: str, w: int, h: int) -> tuple[int, int]:
+    if not isinstance(v, (list, tuple)) or len(v) != 2:
+        raise ValueError(f"maze file: {what} must be [x, y], got {v!r}")
+    x, y = _int(v[0], what), _int(v[1], what)
+    if not (0 <= x < w and 0 <= y < h):
+        raise ValueError(f"maze file: {what} {[x, y]} is outside the {w}x{h} board")
+    return x, y
+
+
+def _passage(v: Any, what: str, w: int, h: int, n: int) -> tuple[int, int, int]:
+    """(x, y, direction) of a passage given as [x1, y1, x2, y2(, weight)]."""
+    if not isinstance(v, (list, tuple)) or len(v) != n:
+        raise ValueError(f"maze file: each {what} entry must have {n} integers, got {v!r}")
+    a = _cell(v[0:2], what, w, h)
+    b = _cell(v[2:4], what, w, h)
+    for d in range(4):
+        if (a[0] + DX[d], a[1] + DY[d]) == b:
+            return a[0], a[1], d
+    raise ValueError(f"maze file: {what} {list(v)} joins cells that are not adjacent")
+
+
+def reachable(cost: np.ndarray, start: tuple[int, int]) -> np.ndarray:
+    """bool[H, W]: cells reachable from `start` (breadth-first, numpy)."""
+    h, w = cost.shape[:2]
+    seen = np.zeros((h, w), dtype=bool)
+    seen[start[1], start[0]] = True
+    todo = [start]
+    while todo:
+        x, y = todo.pop()
+        for d in range(4):
+            if cost[y, x, d] > 0:
+                nx, ny = x + int(DX[d]), y + int(DY[d])
+                if not seen[ny, nx]:
+                    seen[ny, nx] = True
+                    todo.append((nx, ny))
+    return seen
+
+
+def maze_from_dict(data: Any) -> Maze:
+    """Parse and validate the JSON form; any problem raises `ValueError` naming it."""
+    if not isinstance(data, dict):
+        raise ValueError("maze file: the top level must be a JSON object")
+    fmt = data.get("format", FORMAT)
+    if fmt != FORMAT:
+        raise ValueError(f"maze file: unknown format {fmt!r} (expected {FORMAT!r})")
+    for k in ("width", "height", "cheese", "player1", "player2"):
+        if k not in data:
+            raise ValueError(f"maze file: missing key {k!r}")
+    unknown = set(data) - {"format", "width", "height", "walls", "mud", "cheese", "player1",
+                           "player2"}
+    if unknown:
+        raise ValueError(f"maze file: unknown keys {sorted(unknown)}")
+    w, h = _int(data["width"], "width"), _int(data["height"], "height")
+    if w < 1 or h < 1 or w * h < 2:
+        raise ValueError(f"maze file: board {w}x{h} must have at least 2 cells")
+    cost = np.zeros((h, w, 4), dtype=np.int32)
+    for y in range(h):
+        for x in range(w):
+            for d in range(4):
+                if 0 <= x + DX[d] < w and 0 <= y + DY[d] < h:
+                    cost[y, x, d] = 1
+
+    def setp(x: int, y: int, d: int, c: int) -> None:
+        cost[y, x, d] = c
+        cost[y + DY[d], x + DX[d], OPPOSITE[d]] = c
+
+    for key, n in (("walls", 4), ("mud", 5)):
+        entries = data.get(key, [])
+        if not isinstance(entries, list):
+            raise ValueError(f"maze file: {key!r} must be a list")
+        for e in entries:
+            x, y, d = _passage(e, key, w, h, n)
+            if key == "walls":
+                setp(x, y, d, 0)
+            else:
+                wt = _int(e[4], "mud weight")
+                if not 2 <= wt <= 127:
+                    raise ValueError(f"maze file: mud weight {wt} must be in [2, 127]")
+                if cost[y, x, d] == 0:
+                    raise ValueError(f"maze file: mud {list(e)} lies on a wall")
+                setp(x, y, d, wt)
+    if not isinstance(data["cheese"], list):
+        raise ValueError("maze file: 'cheese' must be a list of [x, y]")
+    cheese = np.zeros((h, w), dtype=bool)
+    for c in data["cheese"]:
+        x, y = _cell(c, "cheese", w, h)
+        if cheese[y, x]:
+            raise ValueError(f"maze file: cheese {[x, y]} listed twice")
+        cheese[y, x] = True
+    if not cheese.any():
+        raise ValueError("maze file: at least one cheese is needed")
+    p1 = _cell(data["player1"], "player1", w, h)
+    p2 = _cell(data["player2"], "player2", w, h)
+    for name, p in (("player1", p1), ("player2", p2)):
+        if not (cost[p[1], p[0]] > 0).any():
+            raise ValueError(f"maze file: {name} start {list(p)} is walled in on all sides")
+    if not reachable(cost, p1).all():
+        raise ValueError("maze file: the maze is not connected")
+    return Maze(w, h, cost, cheese, p1, p2)
+
+
+def load_maze(source: Union[str, os.PathLike, dict, Maze]) -> Maze:
+    """A `Maze` from a path to a JSON maze file, a JSON string, a dict or a `Maze`."""
+    if isinstance(source, Maze):
+        return maze_from_dict(source.to_dict())
+    if isinstance(source, dict):
+        return maze_from_dict(source)
+    if isinstance(source, (str, os.PathLike)):
+        text = str(source)
+        if not text.lstrip().startswith("{"):
+            try:
+                with open(source) as f:
+                    text = f.read()
+            except OSError as e:
+                raise ValueError(f"maze file: cannot read {source!r}: {e}") from e
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"maze file: malformed JSON: {e}") from e
+        return maze_from_dict(data)
+    raise ValueError(f"maze: expected a path, JSON text, dict or Maze, got {type(source)}")
+
+
+# ------------------------------------------------------------------------------- JAX side
+def _sym(a: jax.Array) -> jax.Array:
+    """Make a passage array invariant under the 180-degree rotation (flat i <-> n-1-i)."""
+    flat = a.reshape(-1)
+    i = jnp.arange(flat.shape[0])
+    return jnp.where(i <= flat.shape[0] - 1 - i, flat, flat[::-1]).reshape(a.shape)
+
+
+def passages_to_cost(hor: jax.Array, ver: jax.Array) -> jax.Array:
+    """int32[H, W, 4] from horizontal passages [H, W-1] ((x,y)-(x+1,y)) and vertical [H-1, W]."""
+    h, w = hor.shape[0], ver.shape[1]
+    up = jnp.concatenate([ver, jnp.zeros((1, w), ver.dtype)], axis=0)
+    down = jnp.concatenate([jnp.zeros((1, w), ver.dtype), ver], axis=0)
+    right = jnp.concatenate([hor, jnp.zeros((h, 1), hor.dtype)], axis=1)
+    left = jnp.concatenate([jnp.zeros((h, 1), hor.dtype), hor], axis=1)
+    return jnp.stack([up, right, down, left], axis=-1).astype(jnp.int32)
+
+
+def neighbour(a: jax.Array, d: int, fill: Any) -> jax.Array:
+    """a[y + DY[d], x + DX[d]] for every cell (out of board -> `fill`), a: [H, W, ...]."""
+    pad = [(1, 1), (1, 1)] + [(0, 0)] * (a.ndim - 2)
+    p = jnp.pad(a, pad, constant_values=fill)
+    h, w = a.shape[:2]
+    return p[1 + DY[d]: 1 + DY[d] + h, 1 + DX[d]: 1 + DX[d] + w]
+
+
+def flood(cost: jax.Array, start: jax.Array) -> jax.Array:
+    """bool[H, W]: cells reachable from the cells of `start` (bool[H, W])."""
+
+    def body(c):
+        reach, _ = c
+        new = reach
+        for d in range(4):
+            new = new | ((cost[..., d] > 0) & neighbour(reach, d, False))
+        return new, jnp.any(new != reach)
+
+    return jax.lax.while_loop(lambda c: c[1], body, (start, jnp.array(True)))[0]
+
+
+def generate(key: jax.Array, width: int, height: int, cheese_count: int, wall_density: float,
+             mud_density: float, mud_range: int) -> tuple[jax.Array, jax.Array]:
+    """A random connected maze, symmetric under the 180-degree rotation, with symmetric cheese.
+
+    Each passage is a wall with probability `wall_density`; an open one is mud with
+    probability `mud_density`, of weight uniform in 2..mud_range. Then, while the cells reachable
+    from (0, 0) are not all cells, a random wall between a reached and an unreached cell is opened
+    together with its rotated twin. Cheese: `cheese_count // 2` random cells of one half of the
+    board (start cells excluded) and their twins, plus the centre cell if the count is odd.
+    Returns (cost int32[H, W, 4], cheese bool[H, W]).
+    """
+    kw_h, kw_v, km_h, km_v, kv_h, kv_v, kc, kr = jax.random.split(key, 8)
+    w, h = width, height
+
+    def draw(kw, km, kv, shape):
+        is_open = jax.random.uniform(kw, shape) >= wall_density
+        is_mud = jax.random.uniform(km, shape) < mud_density
+        weight = jax.random.randint(kv, shape, 2, max(mud_range, 2) + 1)
+        c = jnp.where(is_open, jnp.where(is_mud & (mud_range >= 2), weight, 1), 0)
+        return _sym(c.astype(jnp.int32))
+
+    hor = draw(kw_h, km_h, kv_h, (h, w - 1))
+    ver = draw(kw_v, km_v, kv_v, (h - 1, w))
+    start = jnp.zeros((h, w), bool).at[0, 0].set(True)
+
+    def not_done(c):
+        hor, ver, _ = c
+        return ~jnp.all(flood(passages_to_cost(hor, ver), start))
+
+    def repair(c):
+        hor, ver, k = c
+        k, k1, k2, k3 = jax.random.split(k, 4)
+        reach = flood(passages_to_cost(hor, ver), start)
+        cand_h = (hor == 0) & (reach[:, :-1] != reach[:, 1:])
+        cand_v = (ver == 0) & (reach[:-1, :] != reach[1:, :])
+        cand = jnp.concatenate([cand_h.reshape(-1), cand_v.reshape(-1)])
+        g = jax.random.gumbel(k1, cand.shape)
+        pick = jnp.argmax(jnp.where(cand, g, -jnp.inf))
+        is_mud = jax.random.uniform(k2) < mud_density
+        weight = jax.random.randint(k3, (), 2, max(mud_range, 2) + 1)
+        val = jnp.where(is_mud & (mud_range >= 2), weight, 1).astype(jnp.int32)
+        nh = hor.size
+        fh, fv = hor.reshape(-1), ver.reshape(-1)
+        in_h = pick < nh
+        ih = jnp.where(in_h, pick, 0)
+        iv = jnp.where(in_h, 0, pick - nh)
+        if nh:
+            fh = jnp.where(in_h, fh.at[ih].set(val).at[nh - 1 - ih].set(val), fh)
+        if fv.size:
+            fv = jnp.where(in_h, fv, fv.at[iv].set(val).at[fv.size - 1 - iv].set(val))
+        return fh.reshape(hor.shape), fv.reshape(ver.shape), k
+
+    hor, ver, _ = jax.lax.while_loop(not_done, repair, (hor, ver, kr))
+    cost = passages_to_cost(hor, ver)
+
+    n = w * h
+    idx = jnp.arange(n)
+    half = (idx < n - 1 - idx) & (idx != 0)  # one cell of each rotated pair, start cells out
+    k = cheese_count // 2
+    flat = jnp.zeros(n, bool)
+    if k:
+        scores = jnp.where(half, jax.random.uniform(kc, (n,)), -1.0)
+        _, chosen = jax.lax.top_k(scores, k)
+        flat = flat.at[chosen].set(True).at[n - 1 - chosen].set(True)
+    if cheese_count % 2:
+        flat = flat.at[(n - 1) // 2].set(True)
+    return cost, flat.reshape(h, w)
+
+
+def max_cheese(width: int, height: int) -> int:
+    """The largest cheese count `generate` can place on a width x height board."""
+    n = width * height
+    pairs = n // 2 - 1  # pairs of twin cells, the start pair excluded
+    return 2 * pairs + (1 if n % 2 else 0)

@@ -1,0 +1,306 @@
+"""PyRat: two rats race for cheese in a maze; both move at once (a simultaneous game).
+
+    env = envs.make("pyrat")                     # 21x15, 41 cheese, 300 turns
+    env = envs.make("pyrat", width=7, height=7, cheese_count=10)
+    env = envs.make("pyrat", maze="maze.json")   # a fixed maze (docs/pyrat.md)
+    state = env.init(key)
+    state = env.step(state, jnp.array([UP, LEFT]))
+
+Rules (NOTES.md, PyRat section; details and choices in docs/pyrat.md):
+
+* actions UP=0 (y+1), RIGHT=1, DOWN=2, LEFT=3, STAY=4; all five always legal, a move into a
+  wall or off the board is a STAY.
+* mud: entering a passage of weight w puts the rat on the destination at once with
+  `mud_turns = w - 1`; while `mud_turns > 0` its actions are ignored and it counts down; it
+  collects cheese only when `mud_turns == 0`.
+* a rat on a cheese takes it (+1); both rats arriving on it together take 0.5 each.
+* the game ends (``terminated``) when a score exceeds half the starting cheese, no cheese is left,
+  or `max_turns` turns have been played.
+
+The state keeps the scores (`scores`), so a trainer can compute "cheese each player will still
+collect" from any position as final score minus current score.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Union
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from envs._src.pyrat import maze as mz
+from envs._src.pyrat.maze import DOWN, DX, DY, LEFT, RIGHT, STAY, UP, Maze, load_maze
+from envs.core import Array, Env, PRNGKey, State
+
+__all__ = ["PyRat", "PyRatState", "Maze", "load_maze", "UP", "RIGHT", "DOWN", "LEFT", "STAY",
+           "NUM_PLANES"]
+
+NUM_PLANES = 16
+
+
+@struct.dataclass
+class PyRatState(State):
+    """State of a PyRat game (`step_count` is the turn).
+
+    maze: int32[H, W, 4] passage costs (0 wall, 1 open, w >= 2 mud; layout in `_src/pyrat/maze`).
+    cheese: bool[H, W] cheese still on the board.
+    positions: int32[2, 2] (x, y) of player 1 and player 2.
+    mud_turns: int32[2] turns each rat is still stuck in mud.
+    scores: float32[2] cheese collected so far.
+    initial_cheese: float32 scalar, cheese at the start (for the end rule).
+    """
+
+    maze: Array = struct.field(default=None)
+    cheese: Array = struct.field(default=None)
+    positions: Array = struct.field(default=None)
+    mud_turns: Array = struct.field(default=None)
+    scores: Array = struct.field(default=None)
+    initial_cheese: Array = struct.field(default=None)
+
+
+def _zobrist(shape: tuple[int, ...], seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 2**32, size=shape + (2,), dtype=np.uint64
+                                                ).astype(np.uint32)
+
+
+class PyRat(Env):
+    """The PyRat environment (see the module docstring)."""
+
+    id = "pyrat"
+    num_players = 2
+    num_actions = 5
+    is_simultaneous = True
+
+    def __init__(self, width: Optional[int] = None, height: Optional[int] = None,
+                 cheese_count: Optional[int] = None, max_turns: int = 300,
+                 wall_density: float = 0.7, mud_density: float = 0.1, mud_range: int = 3,
+                 open_maze: bool = False, maze: Union[None, str, dict, Maze] = None) -> None:
+        if isinstance(max_turns, bool) or not isinstance(max_turns, (int, np.integer)) or \
+                max_turns < 1:
+            raise ValueError(f"pyrat: max_turns must be a positive integer, got {max_turns!r}")
+        self.max_turns = int(max_turns)
+        self.fixed_maze: Optional[Maze] = None
+        if maze is not None:
+            m = load_maze(maze)
+            for name, given, actual in (("width", width, m.width), ("height", height, m.height),
+                                        ("cheese_count", cheese_count, int(m.cheese.sum()))):
+                if given is not None and given != actual:
+                    raise ValueError(f"pyrat: {name}={given} disagrees with the maze's {actual}")
+            self.fixed_maze = m
+            width, height, cheese_count = m.width, m.height, int(m.cheese.sum())
+        width = 21 if width is None else width
+        height = 15 if height is None else height
+        cheese_count = 41 if cheese_count is None else cheese_count
+        for name, v in (("width", width), ("height", height), ("cheese_count", cheese_count),
+                        ("mud_range", mud_range)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise ValueError(f"pyrat: {name} must be an integer, got {v!r}")
+        if width < 1 or height < 1 or width * height < 2:
+            raise ValueError(f"pyrat: the board {width}x{height} needs at least 2 cells")
+        if cheese_count < 1:
+            raise ValueError(f"pyrat: cheese_count must be >= 1, got {cheese_count}")
+        if not 0.0 <= wall_density <= 1.0:
+            raise ValueError(f"pyrat: wall_density must be in [0, 1], got {wall_density}")
+        if not 0.0 <= mud_density <= 1.0:
+            raise ValueError(f"pyrat: mud_density must be in [0, 1], got {mud_density}")
+        if mud_range < 1 or mud_range > 127:
+            raise ValueError(f"pyrat: mud_range must be in [1, 127], got {mud_range}")
+        if self.fixed_maze is None:
+            if cheese_count > mz.max_cheese(width, height):
+                raise ValueError(f"pyrat: {cheese_count} cheese do not fit on {width}x{height} "
+                                 f"(at most {mz.max_cheese(width, height)})")
+            if cheese_count % 2 and (width * height) % 2 == 0:
+                raise ValueError("pyrat: an odd cheese count needs a centre cell (odd width "
+                                 f"and odd height), got {width}x{height}")
+        self.width, self.height = int(width), int(height)
+        self.cheese_count = int(cheese_count)
+        self.wall_density = 0.0 if open_maze else float(wall_density)
+        self.mud_density, self.mud_range = float(mud_density), int(mud_range)
+        self.open_maze = bool(open_maze)
+        max_mud = 127 if self.fixed_maze is not None else max(self.mud_range, 1)
+        n = self.width * self.height
+        # Zobrist tables (fixed seed, so keys are stable across runs and processes)
+        self._z_cheese = _zobrist((n,), 1)
+        self._z_pos = _zobrist((2, n), 2)
+        self._z_mud = _zobrist((2, max_mud + 1), 3)
+        self._z_turn = _zobrist((self.max_turns + 2,), 4)
+
+    # ------------------------------------------------------------------ protocol
+    def _init(self, key: PRNGKey) -> PyRatState:
+        if self.fixed_maze is not None:
+            m = self.fixed_maze
+            cost, cheese = jnp.asarray(m.cost), jnp.asarray(m.cheese)
+            pos = jnp.array([m.player1, m.player2], dtype=jnp.int32)
+        else:
+            cost, cheese = mz.generate(key, self.width, self.height, self.cheese_count,
+                                       self.wall_density, self.mud_density, self.mud_range)
+            pos = jnp.array([[0, 0], [self.width - 1, self.height - 1]], dtype=jnp.int32)
+        return PyRatState(
+            current_player=jnp.int32(0),
+            observation=jnp.zeros((self.height, self.width, NUM_PLANES), jnp.float32),
+            rewards=jnp.zeros(2, jnp.float32),
+            terminated=jnp.array(False),
+            truncated=jnp.array(False),
+            legal_action_mask=jnp.ones((2, 5), bool),
+            step_count=jnp.int32(0),
+            maze=cost,
+            cheese=cheese,
+            positions=pos,
+            mud_turns=jnp.zeros(2, jnp.int32),
+            scores=jnp.zeros(2, jnp.float32),
+            initial_cheese=jnp.sum(cheese).astype(jnp.float32),
+        )
+
+    def _step(self, state: PyRatState, action: Array, key: Optional[PRNGKey]) -> PyRatState:
+        del key
+        x, y = state.positions[:, 0], state.positions[:, 1]
+        a = jnp.clip(action, 0, 4)
+        cost = jnp.where(a < 4, state.maze[y, x, jnp.minimum(a, 3)], 0)
+        free = state.mud_turns == 0
+        moves = free & (cost > 0)
+        nx = jnp.where(moves, x + jnp.asarray(DX)[a], x)
+        ny = jnp.where(moves, y + jnp.asarray(DY)[a], y)
+        mud = jnp.where(free, jnp.where(moves, cost - 1, 0), state.mud_turns - 1)
+        arrived = mud == 0
+        on = state.cheese[ny, nx] & arrived
+        shared = on[0] & on[1] & (nx[0] == nx[1]) & (ny[0] == ny[1])
+        reward = jnp.where(on, jnp.where(shared, 0.5, 1.0), 0.0).astype(jnp.float32)
+        cheese = state.cheese.at[ny, nx].set(state.cheese[ny, nx] & ~on)
+        scores = state.scores + reward
+        over = (jnp.any(scores > state.initial_cheese / 2) | ~jnp.any(cheese)
+                | (state.step_count >= self.max_turns))
+        return state.replace(positions=jnp.stack([nx, ny], axis=1).astype(jnp.int32),
+                             mud_turns=mud.astype(jnp.int32), cheese=cheese, scores=scores,
+                             rewards=reward, terminated=state.terminated | over)
+
+    def _observe(self, state: PyRatState, player_id: Array) -> Array:
+        """float32[H, W, 16] planes (docs/pyrat.md). Player 1's view is the board as is; player
+        2's view is the board rotated by 180 degrees with the players swapped, so that every
+        player sees itself as "me" starting bottom-left (its actions then map UP<->DOWN,
+        LEFT<->RIGHT)."""
+        h, w = self.height, self.width
+
+        def planes(maze, cheese, pos, mud, scores):
+            me = jnp.zeros((h, w), jnp.float32).at[pos[0, 1], pos[0, 0]].set(1.0)
+            op = jnp.zeros((h, w), jnp.float32).at[pos[1, 1], pos[1, 0]].set(1.0)
+            full = jnp.ones((h, w), jnp.float32)
+            ic = jnp.maximum(state.initial_cheese, 1.0)
+            return jnp.concatenate([
+                (maze == 0).astype(jnp.float32),
+                (jnp.maximum(maze, 1) - 1).astype(jnp.float32),
+                cheese.astype(jnp.float32)[..., None],
+                jnp.stack([me, op, me * mud[0], op * mud[1], full * scores[0] / ic,
+                           full * scores[1] / ic,
+                           full * state.step_count / self.max_turns], axis=-1),
+            ], axis=-1)
+
+        p1 = planes(state.maze, state.cheese, state.positions, state.mud_turns, state.scores)
+        rot_maze = state.maze[::-1, ::-1][..., jnp.array([2, 3, 0, 1])]
+        rot_pos = jnp.stack([w - 1 - state.positions[:, 0], h - 1 - state.positions[:, 1]], 1)
+        p2 = planes(rot_maze, state.cheese[::-1, ::-1], rot_pos[::-1], state.mud_turns[::-1],
+                    state.scores[::-1])
+        return jnp.where(player_id == 1, p2, p1)
+
+    # ------------------------------------------------------------- search support
+    def effective_outcomes(self, state: PyRatState) -> tuple[Array, Array, Array]:
+        """Per player, the distinct results of its five actions (the spec's outcome indexing).
+
+        Returns (n int32[2], outcomes int32[2, 5], action_to_idx int32[2, 5]): outcome k of
+        player p is played by action `outcomes[p, k]` (k < n[p]; padding is STAY), and action
+        a leads to outcome `action_to_idx[p, a]`. Open moves come first in action order, the
+        "stay where I am" outcome (STAY, moves into walls, any action while in mud) is last.
+        """
+        x, y = state.positions[:, 0], state.positions[:, 1]
+        cost = state.maze[y, x]  # [2, 4]
+        opens = (cost > 0) & (state.mud_turns == 0)[:, None]
+        rank = jnp.cumsum(opens, axis=1) - 1
+        n = jnp.sum(opens, axis=1) + 1
+        a2i = jnp.concatenate([jnp.where(opens, rank, (n - 1)[:, None]), (n - 1)[:, None]], 1)
+        k = jnp.arange(5)
+        # outcome k < n-1 is the (k+1)-th open move
+        first = jnp.argmax((rank[:, None, :] == k[None, :, None]) & opens[:, None, :], axis=2)
+        outcomes = jnp.where(k[None, :] < (n - 1)[:, None], first, STAY).astype(jnp.int32)
+        return n.astype(jnp.int32), outcomes, a2i.astype(jnp.int32)
+
+    def state_key(self, state: PyRatState) -> Array:
+        """uint32[2]: a 64-bit Zobrist key of (positions, remaining cheese, mud, turn)."""
+        w = self.width
+        cells = state.positions[:, 1] * w + state.positions[:, 0]
+        zc = jnp.where(state.cheese.reshape(-1)[:, None], jnp.asarray(self._z_cheese),
+                       jnp.uint32(0))
+        parts = jnp.concatenate([
+            zc,
+            jnp.asarray(self._z_pos)[jnp.arange(2), cells],
+            jnp.asarray(self._z_mud)[jnp.arange(2), jnp.clip(state.mud_turns, 0,
+                                                             self._z_mud.shape[1] - 1)],
+            jnp.asarray(self._z_turn)[jnp.clip(state.step_count, 0, self.max_turns + 1)][None],
+        ], axis=0)
+        return jax.lax.reduce(parts, jnp.uint32(0), jax.lax.bitwise_xor, (0,))
+
+    def search_embedding(self, state: PyRatState) -> dict[str, Array]:
+        """The part of a state that changes during a game (what a search node stores)."""
+        return dict(cheese=state.cheese, positions=state.positions, mud_turns=state.mud_turns,
+                    scores=state.scores, step_count=state.step_count,
+                    terminated=state.terminated, rewards=state.rewards)
+
+    def search_restore(self, root: PyRatState, emb: dict[str, Array]) -> PyRatState:
+        """A full state from the root's static part (maze) and a node's embedding."""
+        s = root.replace(**emb)
+        return s.replace(observation=self._observe(s, s.current_player))
+
+    def same_position(self, a: dict[str, Array], b: dict[str, Array]) -> Array:
+        """Exact equality of the transposition key's fields (guards against hash collisions)."""
+        return (jnp.all(a["positions"] == b["positions"]) & jnp.all(a["mud_turns"] == b["mud_turns"])
+                & (a["step_count"] == b["step_count"]) & jnp.all(a["cheese"] == b["cheese"]))
+
+    # --------------------------------------------------------------- baselines
+    def distance_to_cheese(self, state: PyRatState) -> Array:
+        """int32[H, W]: turns from each cell to the nearest cheese, mud weighted (big if none)."""
+        big = jnp.int32(1 << 20)
+        d0 = jnp.where(state.cheese, 0, big).astype(jnp.int32)
+        maze = state.maze
+
+        def body(c):
+            d, _ = c
+            new = d
+            for k in range(4):
+                nb = mz.neighbour(d, k, big)
+                new = jnp.minimum(new, jnp.where(maze[..., k] > 0, maze[..., k] + nb, big))
+            return new, jnp.any(new != d)
+
+        return jax.lax.while_loop(lambda c: c[1], body, (d0, jnp.array(True)))[0]
+
+    def greedy_actions(self, state: PyRatState) -> Array:
+        """int32[2]: each rat takes a first step of a shortest (mud-weighted) path to the nearest
+        cheese; ties go to the lowest action index; STAY when stuck in mud or no cheese is left.
+        Jittable; vmap it for a batch."""
+        dist = self.distance_to_cheese(state)
+        big = jnp.int32(1 << 20)
+        x, y = state.positions[:, 0], state.positions[:, 1]
+        cost = state.maze[y, x]  # [2, 4]
+        nxt = jnp.stack([dist[jnp.clip(y + DY[k], 0, self.height - 1),
+                              jnp.clip(x + DX[k], 0, self.width - 1)] for k in range(4)], 1)
+        total = jnp.where(cost > 0, cost + nxt, big)
+        best = jnp.argmin(total, axis=1)
+        ok = (state.mud_turns == 0) & (jnp.min(total, axis=1) < big) & (dist[y, x] > 0)
+        return jnp.where(ok, best, STAY).astype(jnp.int32)
+
+    # ------------------------------------------------------------------ display
+    def render(self, state: PyRatState) -> str:
+        """A text picture of an unbatched state (top row first); see docs/pyrat.md."""
+        from envs._src.pyrat.render import render_text
+
+        return render_text(state)
+
+    def to_maze(self, state: PyRatState) -> Maze:
+        """The maze, cheese and positions of an unbatched state as a `Maze` (for saving)."""
+        pos = np.asarray(state.positions)
+        return Maze(self.width, self.height, np.asarray(state.maze, np.int32),
+                    np.asarray(state.cheese, bool), tuple(int(v) for v in pos[0]),
+                    tuple(int(v) for v in pos[1]))
+
+    def __repr__(self) -> str:
+        return (f"PyRat({self.width}x{self.height}, cheese={self.cheese_count}, "
+                f"max_turns={self.max_turns}{', fixed maze' if self.fixed_maze else ''})")

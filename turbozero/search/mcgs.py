@@ -1,0 +1,409 @@
+"""Monte-Carlo graph search for simultaneous two-player games, in `jax.lax` (PyRat).
+
+This is `specs/mcgs-simultaneous.md` as a batched kernel; docs/mcgs.md maps every spec field to
+an array here. In short, per game (the batch is a vmap over games):
+
+* a node table of fixed capacity C: the node's state (the env's `search_embedding`), its 64-bit
+  key, `evaluated`, `terminal`, frozen `U[2]` and per-player priors over outcomes `prior[2, 5]`,
+  `Q[2]`, the outcome indexing (`n_out[2]`, `outcomes[2, 5]`, `a2i[2, 5]`) and the edge arrays
+  `visits[5, 5]`, `edge_r[5, 5, 2]`, `child[5, 5]` (-1 = unexpanded), padded from `[n1, n2]`;
+* a transposition table of T = 2^k >= 2C slots (open addressing, linear probing) holding node
+  indices; a hit is confirmed on the exact key fields (positions, cheese, mud, turn), never on the
+  hash alone.
+
+One simulation = one playout per game: a descent (decoupled PUCT with Option D marginal Q and the
+FPU offset; an unexpanded edge is expanded by stepping the env and looking the child up; the
+descent goes on through an already-evaluated child, i.e. a transposition) ending at a new leaf, a
+terminal node or (option) a short-circuit; then ONE batched call of the evaluator on the leaves of
+all games; then the backup: along the path from the deepest node up, `visits[o1, o2] += 1` and
+Q recomputed idempotently from the node's edges.
+
+A full node table is never silently overwritten: a playout that needs a new node when the table
+is full is dropped (no visit is counted) and `stats["dropped_playouts"]` counts it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Callable, Literal, Optional
+
+import chex
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from envs.core import Env, State
+
+EvalFn = Callable[[Any, Any], tuple[jax.Array, jax.Array, jax.Array, jax.Array]]
+A = 5  # actions per player; outcome arrays are padded to this size
+
+
+@dataclasses.dataclass(frozen=True)
+class MCGSConfig:
+    """Static settings of the search (hashable, closed over by `jit`).
+
+    num_simulations: playouts per search (the first one evaluates the root).
+    capacity: node table size (default num_simulations + 1, which is never full: a playout
+        creates at most one node). Must be >= 2.
+    c_puct: exploration constant of the spec's PUCT score.
+    fpu_offset: unvisited actions get the parent's Q minus this (selection only).
+    temperature: acting temperature on the root's marginal visits (0 = argmax).
+    transpositions: False turns the graph into a plain tree (every expansion a new node); used
+        to measure what transpositions save.
+    short_circuit: the spec's open question 3: when an edge's child already has
+        N(child) = 1 + its total visits >= short_circuit_factor * (edge visits + 1), count the
+        visit on the edge without descending (off by default).
+    evaluator_input: "observation" (float planes [B, H, W, C]) or "state" (the env states).
+    """
+
+    num_simulations: int = 64
+    capacity: Optional[int] = None
+    c_puct: float = 1.25
+    fpu_offset: float = 0.1
+    temperature: float = 1.0
+    transpositions: bool = True
+    short_circuit: bool = False
+    short_circuit_factor: float = 4.0
+    evaluator_input: Literal["observation", "state"] = "observation"
+
+    def __post_init__(self) -> None:
+        if self.num_simulations < 1:
+            raise ValueError(f"mcgs: num_simulations must be >= 1, got {self.num_simulations}")
+        if self.capacity is not None and self.capacity < 2:
+            raise ValueError(f"mcgs: capacity {self.capacity} is too small for one playout "
+                             "(the root and one child need 2 nodes)")
+        if self.temperature < 0:
+            raise ValueError(f"mcgs: temperature must be >= 0, got {self.temperature}")
+        if self.c_puct < 0:
+            raise ValueError(f"mcgs: c_puct must be >= 0, got {self.c_puct}")
+        if self.short_circuit_factor <= 0:
+            raise ValueError("mcgs: short_circuit_factor must be > 0")
+        if self.evaluator_input not in ("observation", "state"):
+            raise ValueError(f"mcgs: evaluator_input must be 'observation' or 'state', got "
+                             f"{self.evaluator_input!r}")
+
+    @property
+    def num_nodes(self) -> int:
+        return self.capacity if self.capacity is not None else self.num_simulations + 1
+
+
+@struct.dataclass
+class Graph:
+    """One game's search graph (leading axis C = capacity; add a batch axis in front)."""
+
+    emb: Any  # env.search_embedding pytree, leaves [C, ...]
+    key: jax.Array  # uint32[C, 2]
+    evaluated: jax.Array  # bool[C]
+    terminal: jax.Array  # bool[C]
+    U: jax.Array  # float32[C, 2]
+    Q: jax.Array  # float32[C, 2]
+    prior: jax.Array  # float32[C, 2, A] over outcomes (0 beyond n_out)
+    n_out: jax.Array  # int32[C, 2]
+    outcomes: jax.Array  # int32[C, 2, A] outcome -> action
+    a2i: jax.Array  # int32[C, 2, A] action -> outcome
+    visits: jax.Array  # int32[C, A, A] edge visits [o1, o2]
+    edge_r: jax.Array  # float32[C, A, A, 2] rewards of the transition
+    child: jax.Array  # int32[C, A, A] child node, -1 if unexpanded
+    slots: jax.Array  # int32[T] transposition table: node index or -1
+    num_nodes: jax.Array  # int32
+    tt_hits: jax.Array  # int32 expansions that linked an existing node
+    playouts_with_hit: jax.Array  # int32 playouts that reached a transposition
+    evaluations: jax.Array  # int32 evaluator calls that were used
+    dropped_playouts: jax.Array  # int32 playouts dropped because the table was full
+    short_circuits: jax.Array  # int32 playouts ended by the short-circuit
+
+
+@chex.dataclass(frozen=True)
+class MCGSOutput:
+    action: jax.Array  # int32[B, 2] joint action to play (sampled with the temperature)
+    policy: jax.Array  # float32[B, 2, 5] visit distribution per player, on actions (target)
+    root_value: jax.Array  # float32[B, 2] Q of the root per player
+    action_q: jax.Array  # float32[B, 2, 5] marginal Q of each action at the root (FPU if unvisited)
+    stats: dict  # int32[B] each: nodes_used, evaluations, tt_hits, playouts_with_hit, ...
+    graph: Graph  # the whole graph (batched), for inspection and tests
+
+
+def _table_size(capacity: int) -> int:
+    return 1 << max(1, math.ceil(math.log2(2 * capacity)))
+
+
+def _node_info(env: Env, state: State):
+    n, outcomes, a2i = env.effective_outcomes(state)
+    return (env.search_embedding(state), env.state_key(state),
+            state.terminated | state.truncated, n, outcomes, a2i)
+
+
+def _write_node(g: Graph, idx: jax.Array, info, cond: jax.Array) -> Graph:
+    emb, key, term, n, outcomes, a2i = info
+
+    def put(arr, val):
+        return arr.at[idx].set(jnp.where(cond, val, arr[idx]))
+
+    return g.replace(
+        emb=jax.tree_util.tree_map(put, g.emb, emb), key=put(g.key, key),
+        terminal=put(g.terminal, term), n_out=put(g.n_out, n), outcomes=put(g.outcomes, outcomes),
+        a2i=put(g.a2i, a2i))
+
+
+def _init_graph(env: Env, root: State, cfg: MCGSConfig) -> Graph:
+    c, t = cfg.num_nodes, _table_size(cfg.num_nodes)
+    info = _node_info(env, root)
+    emb = jax.tree_util.tree_map(lambda x: jnp.zeros((c,) + x.shape, x.dtype), info[0])
+    g = Graph(
+        emb=emb, key=jnp.zeros((c, 2), jnp.uint32), evaluated=jnp.zeros(c, bool),
+        terminal=jnp.zeros(c, bool), U=jnp.zeros((c, 2), jnp.float32),
+        Q=jnp.zeros((c, 2), jnp.float32), prior=jnp.zeros((c, 2, A), jnp.float32),
+        n_out=jnp.ones((c, 2), jnp.int32), outcomes=jnp.full((c, 2, A), A - 1, jnp.int32),
+        a2i=jnp.zeros((c, 2, A), jnp.int32), visits=jnp.zeros((c, A, A), jnp.int32),
+        edge_r=jnp.zeros((c, A, A, 2), jnp.float32), child=jnp.full((c, A, A), -1, jnp.int32),
+        slots=jnp.full(t, -1, jnp.int32), num_nodes=jnp.int32(1), tt_hits=jnp.int32(0),
+        playouts_with_hit=jnp.int32(0), evaluations=jnp.int32(0),
+        dropped_playouts=jnp.int32(0), short_circuits=jnp.int32(0))
+    g = _write_node(g, jnp.int32(0), info, jnp.array(True))
+    _, slot = _lookup(env, g, info[1], info[0])
+    return g.replace(slots=g.slots.at[slot].set(0))
+
+
+def _lookup(env: Env, g: Graph, key: jax.Array, emb: Any) -> tuple[jax.Array, jax.Array]:
+    """(node index or -1, the slot where it is or would go)."""
+    mask = g.slots.shape[0] - 1
+
+    def differs(slot):
+        idx = g.slots[slot]
+        node = jax.tree_util.tree_map(lambda x: x[jnp.maximum(idx, 0)], g.emb)
+        same = jnp.all(g.key[jnp.maximum(idx, 0)] == key) & env.same_position(node, emb)
+        return (idx >= 0) & ~same
+
+    slot = jax.lax.while_loop(differs, lambda s: (s + 1) & mask,
+                              (key[1] & jnp.uint32(mask)).astype(jnp.int32))
+    return g.slots[slot], slot
+
+
+def _marginal_q(g: Graph, node: jax.Array, cfg: MCGSConfig) -> tuple[jax.Array, jax.Array]:
+    """Option D marginal Q per outcome, both players: float32[2, A] (FPU where unvisited), and
+    the marginal visits float32[2, A]."""
+    v = g.visits[node].astype(jnp.float32)
+    cq = g.Q[jnp.maximum(g.child[node], 0)]  # [A, A, 2]
+    val = jnp.where((v > 0)[..., None], v[..., None] * (g.edge_r[node] + cq), 0.0)
+    m1, m2 = v.sum(1), v.sum(0)
+    fpu = g.Q[node] - cfg.fpu_offset
+    q1 = jnp.where(m1 > 0, val[..., 0].sum(1) / jnp.maximum(m1, 1), fpu[0])
+    q2 = jnp.where(m2 > 0, val[..., 1].sum(0) / jnp.maximum(m2, 1), fpu[1])
+    return jnp.stack([q1, q2]), jnp.stack([m1, m2])
+
+
+def _select(g: Graph, node: jax.Array, cfg: MCGSConfig) -> tuple[jax.Array, jax.Array]:
+    """Decoupled PUCT: each player's argmax over its own outcomes."""
+    q, m = _marginal_q(g, node, cfg)
+    total = g.visits[node].sum().astype(jnp.float32)
+    score = q + cfg.c_puct * g.prior[node] * jnp.sqrt(total) / (1.0 + m)
+    valid = jnp.arange(A)[None, :] < g.n_out[node][:, None]
+    o = jnp.argmax(jnp.where(valid, score, -jnp.inf), axis=1).astype(jnp.int32)
+    return o[0], o[1]
+
+
+def _recompute_q(g: Graph, node: jax.Array) -> jax.Array:
+    """float32[2]: (U + sum_ij v_ij (r_ij + Q_child)) / (1 + sum_ij v_ij), visited edges only."""
+    v = g.visits[node].astype(jnp.float32)
+    cq = g.Q[jnp.maximum(g.child[node], 0)]
+    val = jnp.where((v > 0)[..., None], v[..., None] * (g.edge_r[node] + cq), 0.0)
+    return (g.U[node] + val.sum((0, 1))) / (1.0 + v.sum())
+
+
+def _descend(env: Env, root: State, g: Graph, cfg: MCGSConfig):
+    """One playout's selection and expansion. Returns (graph, path, depth, leaf, dropped)."""
+    depth_cap = min(cfg.num_simulations, getattr(env, "max_turns", cfg.num_simulations)) + 1
+    c = cfg.num_nodes
+    path = jnp.zeros((depth_cap, 3), jnp.int32)
+    root_leaf = ~g.terminal[0] & ~g.evaluated[0]
+    stop0 = g.terminal[0] | root_leaf
+    leaf0 = jnp.where(root_leaf, 0, -1).astype(jnp.int32)
+    init = (g, jnp.int32(0), path, jnp.int32(0), leaf0, stop0, jnp.array(False),
+            jnp.array(False), jnp.array(False))
+
+    def body(carry):
+        g, cur, path, depth, leaf, _, dropped, hit, sc = carry
+        o1, o2 = _select(g, cur, cfg)
+        ch = g.child[cur, o1, o2]
+        need = ch < 0
+        # expansion: step the env from the node's state (computed always, applied if needed)
+        state = env.search_restore(root, jax.tree_util.tree_map(lambda x: x[cur], g.emb))
+        acts = jnp.stack([g.outcomes[cur, 0, o1], g.outcomes[cur, 1, o2]])
+        nxt = env.step(state, acts)
+        info = _node_info(env, nxt)
+        if cfg.transpositions:
+            found, slot = _lookup(env, g, info[1], info[0])
+        else:
+            found, slot = jnp.int32(-1), jnp.int32(0)
+        alloc = need & (found < 0)
+        full = alloc & (g.num_nodes >= c)
+        new_idx = jnp.minimum(g.num_nodes, c - 1)
+        linked = jnp.where(found >= 0, found, new_idx)
+        ok = need & ~full
+        g = _write_node(g, new_idx, info, alloc & ~full)
+        g = g.replace(
+            child=g.child.at[cur, o1, o2].set(jnp.where(ok, linked, ch)),
+            edge_r=g.edge_r.at[cur, o1, o2].set(jnp.where(ok, nxt.rewards, g.edge_r[cur, o1, o2])),
+            num_nodes=g.num_nodes + (alloc & ~full),
+            tt_hits=g.tt_hits + (need & (found >= 0)),
+        )
+        if cfg.transpositions:
+            g = g.replace(slots=g.slots.at[slot].set(
+                jnp.where(alloc & ~full, new_idx, g.slots[slot])))
+        nxt_node = jnp.where(need, linked, ch)
+        path = path.at[depth].set(jnp.where(full, path[depth], jnp.stack([cur, o1, o2])))
+        depth = depth + (~full)
+        is_term = g.terminal[nxt_node]
+        new_leaf = ~is_term & ~g.evaluated[nxt_node]
+        stop = full | is_term | new_leaf | (depth >= depth_cap)
+        if cfg.short_circuit:
+            n_child = 1 + g.visits[nxt_node].sum()
+            short = (~stop & (n_child >= cfg.short_circuit_factor
+                              * (g.visits[cur, o1, o2] + 1)))
+            sc = sc | short
+            stop = stop | short
+        leaf = jnp.where(~full & new_leaf, nxt_node, leaf)
+        return (g, nxt_node, path, depth, leaf, stop, dropped | full,
+                hit | (need & (found >= 0)), sc)
+
+    g, _, path, depth, leaf, _, dropped, hit, sc = jax.lax.while_loop(
+        lambda carry: ~carry[5], body, init)
+    g = g.replace(playouts_with_hit=g.playouts_with_hit + hit,
+                  dropped_playouts=g.dropped_playouts + dropped,
+                  short_circuits=g.short_circuits + sc)
+    return g, path, jnp.where(dropped, 0, depth), jnp.where(dropped, -1, leaf)
+
+
+def _reduce_prior(logits: jax.Array, a2i: jax.Array, n: jax.Array) -> jax.Array:
+    """Softmax over the 5 actions, summed within each outcome: float32[A] over outcomes."""
+    p = jax.nn.softmax(logits.astype(jnp.float32))
+    onehot = (a2i[:, None] == jnp.arange(A)[None, :]) & (jnp.arange(A)[None, :] < n)
+    return (p[:, None] * onehot).sum(0)
+
+
+def _evaluate_and_backup(g: Graph, path, depth, leaf, out) -> Graph:
+    l1, l2, v1, v2 = out
+    has = leaf >= 0
+    li = jnp.maximum(leaf, 0)
+    prior = jnp.stack([_reduce_prior(l1, g.a2i[li, 0], g.n_out[li, 0]),
+                       _reduce_prior(l2, g.a2i[li, 1], g.n_out[li, 1])])
+    u = jnp.stack([v1, v2]).astype(jnp.float32)
+    g = g.replace(
+        prior=g.prior.at[li].set(jnp.where(has, prior, g.prior[li])),
+        U=g.U.at[li].set(jnp.where(has, u, g.U[li])),
+        Q=g.Q.at[li].set(jnp.where(has, u, g.Q[li])),
+        evaluated=g.evaluated.at[li].set(g.evaluated[li] | has),
+        evaluations=g.evaluations + has)
+    cap = path.shape[0]
+
+    def back(i, g):
+        k = cap - 1 - i
+        n, o1, o2 = path[k, 0], path[k, 1], path[k, 2]
+        on = k < depth
+        g = g.replace(visits=g.visits.at[n, o1, o2].add(on.astype(jnp.int32)))
+        return g.replace(Q=g.Q.at[n].set(jnp.where(on, _recompute_q(g, n), g.Q[n])))
+
+    return jax.lax.fori_loop(0, cap, back, g)
+
+
+def _root_output(g: Graph, cfg: MCGSConfig, key: jax.Array):
+    v = g.visits[0].astype(jnp.float32)
+    m = jnp.stack([v.sum(1), v.sum(0)])  # [2, A] outcome marginals
+    total = v.sum()
+    valid = jnp.arange(A)[None, :] < g.n_out[0][:, None]
+    uniform = valid / g.n_out[0][:, None].astype(jnp.float32)
+    prior = jnp.where(g.evaluated[0], g.prior[0], uniform)
+    pi_out = jnp.where(total > 0, m / jnp.maximum(total, 1.0), prior)
+
+    def to_actions(p_out, outcomes):
+        return jnp.zeros(A, jnp.float32).at[outcomes].add(p_out)
+
+    policy = jax.vmap(to_actions)(pi_out, g.outcomes[0])
+    q, _ = _marginal_q(g, jnp.int32(0), cfg)
+    action_q = jnp.take_along_axis(q, g.a2i[0], axis=1)
+    if cfg.temperature == 0:
+        o = jnp.argmax(jnp.where(valid, pi_out, -1.0), axis=1)
+    else:
+        logits = jnp.where(valid & (pi_out > 0), jnp.log(jnp.maximum(pi_out, 1e-30))
+                           / cfg.temperature, -jnp.inf)
+        o = jax.random.categorical(key, logits, axis=1)
+    action = jnp.take_along_axis(g.outcomes[0], o[:, None], axis=1)[:, 0]
+    return action.astype(jnp.int32), policy, g.Q[0], action_q
+
+
+def mcgs_search(eval_fn: EvalFn, params: Any, env: Env, root_states: State, key: jax.Array,
+                config: MCGSConfig = MCGSConfig(),
+                num_playouts: Optional[jax.Array] = None) -> MCGSOutput:
+    """Run MCGS on a batch of root states (leading axis B).
+
+    eval_fn(params, x) -> (policy_logits_p1 [B, 5], policy_logits_p2 [B, 5], value_p1 [B],
+    value_p2 [B]) with x the observations [B, ...] (or the states, see `MCGSConfig`); values in
+    reward units (PyRat: cheese still to collect). It is called once per simulation on the whole
+    batch. The env must provide `effective_outcomes`, `state_key`, `search_embedding`,
+    `search_restore` and `same_position` (see envs.pyrat). Jit with env, eval_fn and config
+    static, or use `make_mcgs_fn`. `num_playouts` (a traced int, at most
+    `config.num_simulations`) runs fewer playouts without recompiling.
+    """
+    if not getattr(env, "is_simultaneous", False) or env.num_players != 2:
+        raise ValueError("mcgs: the env must be a simultaneous two-player game")
+    if env.num_actions != A:
+        raise ValueError(f"mcgs: the kernel pads outcomes to {A} actions, env has "
+                         f"{env.num_actions}")
+    batch = root_states.step_count.shape[0] if root_states.step_count.ndim else None
+    if batch is None:
+        raise ValueError("mcgs: root_states must be batched (leading axis B)")
+    g = jax.vmap(lambda s: _init_graph(env, s, config))(root_states)
+
+    def simulate(_, g):
+        g, path, depth, leaf = jax.vmap(lambda gg, s: _descend(env, s, gg, config))(
+            g, root_states)
+        li = jnp.maximum(leaf, 0)
+        emb = jax.tree_util.tree_map(lambda x: x[jnp.arange(batch), li], g.emb)
+        states = jax.vmap(env.search_restore)(root_states, emb)
+        x = states if config.evaluator_input == "state" else states.observation
+        out = eval_fn(params, x)
+        return jax.vmap(_evaluate_and_backup)(g, path, depth, leaf, out)
+
+    n = config.num_simulations if num_playouts is None else jnp.minimum(
+        jnp.asarray(num_playouts, jnp.int32), config.num_simulations)
+    g = jax.lax.fori_loop(0, n, simulate, g)
+    keys = jax.random.split(key, batch)
+    action, policy, root_value, action_q = jax.vmap(lambda gg, k: _root_output(gg, config, k))(
+        g, keys)
+    stats = dict(nodes_used=g.num_nodes, evaluations=g.evaluations, tt_hits=g.tt_hits,
+                 playouts_with_hit=g.playouts_with_hit, dropped_playouts=g.dropped_playouts,
+                 short_circuits=g.short_circuits,
+                 root_visits=g.visits[:, 0].sum((1, 2)))
+    return MCGSOutput(action=action, policy=policy, root_value=root_value, action_q=action_q,
+                      stats=stats, graph=g)
+
+
+def make_mcgs_fn(eval_fn: EvalFn, env: Env, config: MCGSConfig = MCGSConfig()
+                 ) -> Callable[[Any, State, jax.Array], MCGSOutput]:
+    """`jit`-ed `fn(params, root_states, key) -> MCGSOutput` for a fixed evaluator, env, config."""
+    return jax.jit(lambda params, roots, key: mcgs_search(eval_fn, params, env, roots, key,
+                                                          config))
+
+
+def network_eval_fn(apply_fn: Callable[[Any, jax.Array], tuple[jax.Array, jax.Array]]) -> EvalFn:
+    """Adapt a two-player network `apply_fn(params, obs) -> (logits [B, 2, 5], values [B, 2])`
+    (e.g. `turbozero.networks.simultaneous.TwoPlayerNet(...).apply`) to the `eval_fn` protocol."""
+
+    def fn(params: Any, obs: jax.Array):
+        logits, values = apply_fn(params, obs)
+        return logits[:, 0], logits[:, 1], values[:, 0], values[:, 1]
+
+    return fn
+
+
+def uniform_eval_fn(params: Any, x: Any):
+    """The spec's evaluator without a network: uniform priors, values 0."""
+    del params
+    b = jax.tree_util.tree_leaves(x)[0].shape[0]
+    z = jnp.zeros((b, A), jnp.float32)
+    return z, z, jnp.zeros(b, jnp.float32), jnp.zeros(b, jnp.float32)
+
+
+__all__ = ["MCGSConfig", "MCGSOutput", "Graph", "mcgs_search", "make_mcgs_fn",
+           "network_eval_fn", "uniform_eval_fn"]
