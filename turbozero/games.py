@@ -12,14 +12,15 @@ from typing import Any
 import flax.linen as nn
 
 from envs.core import Env
-from turbozero.networks import MLPNet, ResNet
+from turbozero.networks import MLPNet, ResNet, TwoPlayerNet
 
 
 @dataclasses.dataclass(frozen=True)
 class GameSpec:
     name: str
     value_head_out_size: int  # 1 scalar tanh, 3 WDL logits, 4 backgammon 4-way logits
-    trunk: str  # "mlp" (flat observations) or "resnet" (boards, channels-last)
+    # (2: one unbounded value per player, for the simultaneous "two_player" trunk)
+    trunk: str  # "mlp" (flat), "resnet" (boards, channels-last), "two_player" (simultaneous)
     notes: str = ""
 
 
@@ -27,6 +28,7 @@ GAMES: dict[str, GameSpec] = {
     "backgammon": GameSpec("backgammon", 4, "mlp", "4-way conditional value head (equity)"),
     "chess": GameSpec("chess", 3, "resnet", "WDL value head, alphazero-chess.md §3.4"),
     "pacosako": GameSpec("pacosako", 3, "resnet", "WDL value head"),
+    "pyrat": GameSpec("pyrat", 2, "two_player", "two policies, the cheese each will collect"),
     "pgx/tic_tac_toe": GameSpec("pgx/tic_tac_toe", 3, "mlp", "small test game"),
     "pgx/connect_four": GameSpec("pgx/connect_four", 3, "mlp", "small test game"),
 }
@@ -51,4 +53,9 @@ def build_network(spec: GameSpec, env: Env, network_config: dict[str, Any]) -> n
         if set(cfg) - allowed:
             raise ValueError(f"unknown ResNet network options: {sorted(set(cfg) - allowed)}")
         return ResNet(env.num_actions, spec.value_head_out_size, **cfg)
+    if spec.trunk == "two_player":
+        allowed = {"num_filters", "num_layers", "hidden"}
+        if set(cfg) - allowed:
+            raise ValueError(f"unknown two-player network options: {sorted(set(cfg) - allowed)}")
+        return TwoPlayerNet(num_actions=env.num_actions, **cfg)
     raise ValueError(f"unknown trunk {spec.trunk!r}")

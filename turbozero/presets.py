@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from turbozero.search.mcgs import MCGSConfig
 from turbozero.search.mctx_policies import SearchConfig
 from turbozero.training.loop import TrainConfig
 
@@ -58,6 +59,23 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             search=SearchConfig(num_simulations=800),
             eval_search=SearchConfig(num_simulations=800, dirichlet_fraction=0.0, temperature=0.0),
             max_eval_steps=512, eval_opponents=("random", "greedy"),
+        ),
+    },
+    "pyrat": {
+        "tiny": dict(
+            env_config=(("width", 7), ("height", 7), ("cheese_count", 10), ("max_turns", 60)),
+            num_envs=32, collect_steps=30, train_steps=16, batch_size=128, replay_capacity=120,
+            num_iterations=20, eval_every=10, eval_games=32, learning_rate=3e-3,
+            network={"num_filters": 16, "num_layers": 2, "hidden": 64},
+            search=MCGSConfig(num_simulations=32), eval_search=MCGSConfig(num_simulations=32, temperature=0.0),
+            max_eval_steps=60, eval_opponents=("random", "greedy"),
+        ),
+        "large": dict(
+            num_envs=512, collect_steps=100, train_steps=128, batch_size=1024, replay_capacity=600,
+            num_iterations=2000, eval_every=50, eval_games=256, learning_rate=1e-3,
+            network={"num_filters": 64, "num_layers": 6, "hidden": 256},
+            search=MCGSConfig(num_simulations=256), eval_search=MCGSConfig(num_simulations=256, temperature=0.0),
+            max_eval_steps=300, eval_opponents=("random", "greedy"),
         ),
     },
     "pacosako": {

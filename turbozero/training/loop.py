@@ -30,8 +30,9 @@ from turbozero.search.mctx_policies import (
 from turbozero.training import collector as collector_lib
 from turbozero.training import replay
 from turbozero.training.checkpoints import RunDirectory
-from turbozero.training.evaluation import play_match
-from turbozero.training.loss_fns import az_loss_fn
+from turbozero.search.mcgs import MCGSConfig, mcgs_search, network_eval_fn
+from turbozero.training.evaluation import play_match, play_match_simultaneous
+from turbozero.training.loss_fns import az_loss_fn, simultaneous_loss_fn
 from turbozero.training.metrics import MetricsWriter
 from turbozero.training.trainer import make_optimizer, train
 from turbozero.training.types import TrainState
@@ -58,8 +59,9 @@ class TrainConfig:
     max_eval_steps: int = 500
     checkpoint_every: int = 5  # 0 disables checkpoints
     network: Any = dataclasses.field(default_factory=dict)
-    search: SearchConfig = SearchConfig()
-    eval_search: SearchConfig = SearchConfig(dirichlet_fraction=0.0, temperature=0.0)
+    # SearchConfig (mctx) for turn-based games, MCGSConfig for simultaneous ones
+    search: Any = SearchConfig()
+    eval_search: Any = SearchConfig(dirichlet_fraction=0.0, temperature=0.0)
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -109,8 +111,11 @@ class Trainer:
         self.config = config
         self.spec = game_spec(config.game)
         self.env = envs.make(config.game, **dict(config.env_config))
-        if self.env.is_simultaneous:
-            raise ValueError(f"{config.game} is simultaneous; its loop is not the mctx loop")
+        self.simultaneous = self.env.is_simultaneous
+        want = MCGSConfig if self.simultaneous else SearchConfig
+        for name in ("search", "eval_search"):
+            if not isinstance(getattr(config, name), want):
+                raise ValueError(f"{config.game} needs {name} to be a {want.__name__}")
         self.network = build_network(self.spec, self.env, dict(config.network))
         self.mesh = make_mesh() if mesh is None else mesh
         n_dev = self.mesh.devices.size
@@ -119,12 +124,17 @@ class Trainer:
                 raise ValueError(f"{name}={getattr(config, name)} must be a multiple of the {n_dev} devices")
         self._data = NamedSharding(self.mesh, PartitionSpec("data"))
         self._replicated = NamedSharding(self.mesh, PartitionSpec())
-        self.evaluator = NetworkEvaluator(
-            functools.partial(self.network.apply, train=False), self.spec.value_head_out_size
-        )
+        apply_eval = functools.partial(self.network.apply, train=False)
+        if self.simultaneous:
+            self.mcgs_eval_fn = network_eval_fn(apply_eval)
+            self.loss_fn = simultaneous_loss_fn
+        else:
+            self.evaluator = NetworkEvaluator(apply_eval, self.spec.value_head_out_size)
+            self.loss_fn = functools.partial(
+                az_loss_fn, value_head_out_size=self.spec.value_head_out_size
+            )
         total = config.num_iterations * config.train_steps
         self.tx = make_optimizer(config.learning_rate, total, config.warmup_steps)
-        self.loss_fn = functools.partial(az_loss_fn, value_head_out_size=self.spec.value_head_out_size)
         self._build_jitted()
         self.state = self.init_state()
         self.run_dir: Optional[RunDirectory] = None
@@ -186,10 +196,13 @@ class Trainer:
 
     # --------------------------------------------------------------- jitted
     def _build_jitted(self) -> None:
-        cfg, env, ev = self.config, self.env, self.evaluator
+        cfg, env = self.config, self.env
 
         def self_play_search(variables, states, key):
-            out = search(env, ev, variables, states, key, cfg.search)
+            if self.simultaneous:
+                out = mcgs_search(self.mcgs_eval_fn, variables, env, states, key, cfg.search)
+                return out.action, out.policy
+            out = search(env, self.evaluator, variables, states, key, cfg.search)
             return out.action, out.action_weights
 
         def collect_fn(state: LoopState):
@@ -216,11 +229,18 @@ class Trainer:
         self._evals: dict[str, Callable] = {}
 
     def agent_policy(self, variables, states, key):
+        if self.simultaneous:
+            return mcgs_search(self.mcgs_eval_fn, variables, self.env, states, key,
+                               self.config.eval_search).action
         return search(self.env, self.evaluator, variables, states, key, self.config.eval_search).action
 
     def baseline_policy(self, name: str) -> Callable:
+        """random: uniform legal actions. greedy: 1-ply with this network (turn-based) or the
+        game's own greedy policy (PyRat: shortest path to the nearest cheese)."""
         if name == "random":
             return lambda variables, states, key: random_actions(states, key)
+        if name == "greedy" and self.simultaneous:
+            return lambda variables, states, key: jax.vmap(self.env.greedy_actions)(states)
         if name == "greedy":
             return lambda variables, states, key: greedy_actions(self.env, self.evaluator, variables, states)
         raise ValueError(f"unknown baseline {name!r}; choose from {BASELINES}")
@@ -235,9 +255,11 @@ class Trainer:
             cfg = self.config
             opp = self.baseline_policy(opponent)
 
+            match = play_match_simultaneous if self.simultaneous else play_match
+
             def run(variables, key):
-                return play_match(self.env, self.agent_policy, opp, variables, variables, key,
-                                  cfg.eval_games, cfg.max_eval_steps)
+                return match(self.env, self.agent_policy, opp, variables, variables, key,
+                             cfg.eval_games, cfg.max_eval_steps)
 
             self._evals[opponent] = jax.jit(run)
         variables = self.variables(self.state.train_state) if variables is None else variables
