@@ -121,13 +121,18 @@ class PacoSako(Env):
     num_actions = NUM_ACTIONS
 
     def __init__(self, use_perspective: bool = True, with_must_lift: bool = True,
-                 with_must_promote: bool = True, max_steps: Optional[int] = None):
+                 with_must_promote: bool = True, max_steps: Optional[int] = None,
+                 draw_after_repetitions: int = R.DRAW_AFTER_REPETITIONS):
         if max_steps is not None and (not isinstance(max_steps, int) or max_steps <= 0):
             raise ValueError(f"pacosako: max_steps must be a positive int or None, got {max_steps!r}")
         self.use_perspective = bool(use_perspective)
         self.with_must_lift = bool(with_must_lift)
         self.with_must_promote = bool(with_must_promote)
         self.max_steps = max_steps
+        if not isinstance(draw_after_repetitions, int) or draw_after_repetitions < 0:
+            raise ValueError("pacosako: draw_after_repetitions must be an int >= 0 (0 = off), "
+                             f"got {draw_after_repetitions!r}")
+        self.draw_after_repetitions = draw_after_repetitions
         self._start = N.parse(START)
 
     def _flags(self) -> dict:
@@ -138,7 +143,7 @@ class PacoSako(Env):
         return _settle(_fields_from_numpy(self._start), 0, self.max_steps)
 
     def _step(self, state: PacoSakoState, action, key) -> PacoSakoState:
-        p = R.apply_action(_as_dict(state), action)
+        p = R.apply_action(_as_dict(state), action, self.draw_after_repetitions)
         return _settle(p, state.step_count, self.max_steps, state.observation)
 
     def _observe(self, state: PacoSakoState, player_id) -> Array:

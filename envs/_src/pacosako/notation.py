@@ -161,18 +161,17 @@ def write(board, color, required, hand_piece, hand_partner, hand_pos, ep, promot
 
 
 def render(board, color, hand_piece, hand_partner, hand_pos) -> str:
-    """A text diagram: White upper case, Black lower case, unions as `Wb` pairs."""
+    """A text diagram: each square `Wb` (White's piece upper case, Black's lower case, `.`)."""
     board = np.asarray(board)
     lines = []
     for r in range(7, -1, -1):
         cells = []
         for f in range(8):
-            sq = 8 * r + f
-            w, b = int(board[0, sq]), int(board[1, sq])
-            cell = (LETTERS[w - 1].upper() if w else "") + (LETTERS[b - 1] if b else "")
-            cells.append(cell.ljust(2, "." if not cell else " ") if cell else " .")
-        lines.append(f"{r + 1} " + " ".join(c.rjust(2) for c in cells))
-    lines.append("   " + "  ".join("abcdefgh"))
+            w, b = int(board[0, 8 * r + f]), int(board[1, 8 * r + f])
+            # two characters a square: White's piece (upper case) then Black's (lower case)
+            cells.append((LETTERS[w - 1].upper() if w else ".") + (LETTERS[b - 1] if b else "."))
+        lines.append(f"{r + 1} " + " ".join(cells))
+    lines.append("  " + " ".join(f" {f}" for f in "abcdefgh"))
     if int(hand_piece):
         own, other = int(hand_piece), int(hand_partner)
         w, b = (own, other) if int(color) == 0 else (other, own)

@@ -146,58 +146,86 @@ def pawn_forward(color):
 
 
 # --------------------------------------------------------------------------- threats
-def threats(board, color, ep):
-    """bool[64]: squares `color` threatens through chains, as the engine's castling check.
+CHAIN_STARTS = 4  # chains searched with their own start square vacated (the rest: shared)
 
-    The engine explores every chain of `color` on the actual boards. This is a fixed point over
-    (square, piece-in-hand) pairs instead: a hand piece threatens its targets (sliders up to and
-    including the first occupied square, knights and pawn diagonals everywhere); reaching a union
-    picks up `color`'s piece there; a piece that arrived at a union (or a pawn promoted there) can
-    be picked up again once a second, different piece arrives. Exact on the engine's threat
-    tests; docs/pacosako.md states the approximation.
-    """
-    mine = board[color]
-    theirs = board[1 - color]
-    occ = (mine > 0) | (theirs > 0)
-    union = (mine > 0) & (theirs > 0)
-    single = (mine > 0) & (theirs == 0)
-    ones = jnp.ones(64, jnp.bool_)
-    rook_t, bishop_t, queen_t = slider_tables(occ, ones)
+
+def _threat_tables(occ, color):
+    """bool[7 piece, 64 src, 64 dst] threat targets of a piece in hand (king, none: empty)."""
+    rook_t, bishop_t, queen_t = slider_tables(occ, jnp.ones(64, jnp.bool_))
     kn = _scatter_rows(jnp.asarray(KNIGHT_T < OFF), jnp.asarray(KNIGHT_T))
     diag = pawn_diagonals(color)
     pawn_t = _scatter_rows(diag < OFF, diag)
     zeros = jnp.zeros((64, 64), jnp.bool_)
-    # threat tables by piece code 0..6 (0 and king threaten nothing)
-    tt = jnp.stack([zeros, pawn_t, rook_t, kn, bishop_t, queen_t, zeros])
+    return jnp.stack([zeros, pawn_t, rook_t, kn, bishop_t, queen_t, zeros])
+
+
+def _chain_fixed_point(board, color, ep, occ, init):
+    """Squares threatened by chains that start from the (square, piece) pairs in `init`."""
+    mine = board[color]
+    theirs = board[1 - color]
+    union = (mine > 0) & (theirs > 0)
+    tt = _threat_tables(occ, color)
     # chain arrivals: targets that are unions; a pawn also follows the en passant square
     ep_src = jnp.where(ep >= 0, ep - 8 * forward(color), OFF)
     ep_union = _gather(union, ep_src) & (ep >= 0)
     ep_row = jnp.zeros(64, jnp.bool_).at[jnp.clip(ep, 0, 63)].set(ep >= 0)
     arrive_t = tt & union[None, None, :]
-    arrive_t = arrive_t.at[PAWN].set(arrive_t[PAWN] | (pawn_t & ep_row[None, :] & ep_union))
+    arrive_t = arrive_t.at[PAWN].set(arrive_t[PAWN] | (tt[PAWN] & ep_row[None, :] & ep_union))
     # what is picked up on arrival: the union's piece; at the en passant square, the piece of
     # the union that is swapped back onto it
     pick = jnp.where(ep_row & ep_union, _gather(mine, ep_src), mine)
     promo_row = jnp.asarray(RANK) == jnp.where(color == 0, 7, 0)
-    init = (single & (mine != KING))[:, None] & (jnp.arange(7)[None, :] == mine[:, None])
+    promo_types = jnp.zeros(7, jnp.bool_).at[PROMOTE_TYPES].set(True)
+    kinds = jnp.arange(7)[None, :]
 
     def body(carry):
         hand, _ = carry
         arr = jnp.einsum("st,tsu->tu", hand.astype(jnp.float32),
                          arrive_t.astype(jnp.float32)) > 0  # [7 type, 64 square]
-        any_arr = jnp.any(arr, axis=0)
-        n_types = jnp.sum(arr, axis=0)
-        again = n_types >= 2
-        promoted = arr[PAWN] & promo_row
-        new = hand | (any_arr[:, None] & (jnp.arange(7)[None, :] == pick[:, None]))
+        again = jnp.sum(arr, axis=0) >= 2
+        new = hand | (jnp.any(arr, axis=0)[:, None] & (kinds == pick[:, None]))
         new = new | (again[:, None] & arr.T)
-        promo_types = jnp.zeros(7, jnp.bool_).at[PROMOTE_TYPES].set(True)
-        new = new | ((again & promoted)[:, None] & promo_types[None, :])
-        new = new & (jnp.arange(7)[None, :] > 0)
+        new = new | ((again & arr[PAWN] & promo_row)[:, None] & promo_types[None, :])
+        new = new & (kinds > 0) & (kinds < KING)
         return new, jnp.any(new != hand)
 
     hand, _ = jax.lax.while_loop(lambda c: c[1], body, (init, jnp.bool_(True)))
     return jnp.einsum("st,tsu->u", hand.astype(jnp.float32), tt.astype(jnp.float32)) > 0
+
+
+def threats(board, color, ep):
+    """bool[64]: squares `color` threatens through chains, as the engine's castling check.
+
+    The engine explores every chain of `color` on the actual boards. Here: a lifted single piece
+    threatens its targets (sliders up to and including the first occupied square, knights and
+    pawn diagonals everywhere). Chains are a fixed point over (square, piece in hand): reaching a
+    union picks up `color`'s piece there; a piece that arrived at a union (or a pawn promoted
+    there) can be picked up again once a second, different piece arrives. The first
+    CHAIN_STARTS chain-capable start squares are searched with their square vacated (the piece
+    left it); any further ones share one search on the full board. docs/pacosako.md.
+    """
+    mine = board[color]
+    theirs = board[1 - color]
+    occ = (mine > 0) | (theirs > 0)
+    union = (mine > 0) & (theirs > 0)
+    start = (mine > 0) & (theirs == 0) & (mine != KING)
+    init = start[:, None] & (jnp.arange(7)[None, :] == mine[:, None])
+    tt = _threat_tables(occ, color)
+    own_rows = jnp.take_along_axis(tt, mine.astype(jnp.int32)[None, :, None], axis=0)[0]
+    direct = jnp.any(start[:, None] & own_rows, axis=0)
+    ep_row = jnp.zeros(64, jnp.bool_).at[jnp.clip(ep, 0, 63)].set(ep >= 0)
+    capable = start & jnp.any(own_rows & (union | ep_row)[None, :], axis=1)
+    score, picked = jax.lax.top_k(capable.astype(jnp.float32), CHAIN_STARTS)
+    chosen = score > 0
+
+    def one(s, ok):
+        vac = occ & (jnp.arange(64) != s)
+        return _chain_fixed_point(board, color, ep, vac, init & (jnp.arange(64) == s)[:, None] & ok)
+
+    per_start = jax.vmap(one)(picked, chosen)
+    rest = capable & ~jnp.zeros(64, jnp.bool_).at[picked].max(chosen)
+    shared = _chain_fixed_point(board, color, ep, occ, init & rest[:, None])
+    return direct | jnp.any(per_start, axis=0) | shared
 
 
 # --------------------------------------------------------------------------- move generation
@@ -304,17 +332,18 @@ def _swap(board, a, b):
     return board.at[:, a].set(cb).at[:, b].set(ca)
 
 
-def record_position(p):
+def record_position(p, repetitions=DRAW_AFTER_REPETITIONS):
     """The engine's `record_position`: after a finished move, check both draw rules.
 
-    `p` is a dict of position fields; returns it updated (termination, history).
+    `p` is a dict of position fields; returns it updated (termination, history). A position
+    seen `repetitions` times since the last progress draws (0 switches the rule off).
     """
     running = p["termination"] == RUNNING
     limit = p["no_progress"] >= NO_PROGRESS_LIMIT
     h = position_hash(p["board"], p["color"], p["ep"], p["castling"])
     idx = jnp.arange(REP_CAP)
     seen = jnp.sum((idx < p["rep_len"]) & jnp.all(p["rep_hist"] == h[None, :], axis=1))
-    repeated = seen + 1 >= DRAW_AFTER_REPETITIONS
+    repeated = (seen + 1 >= repetitions) & (repetitions > 0)
     write = running & ~limit
     hist = jnp.where(write & (idx == jnp.minimum(p["rep_len"], REP_CAP - 1))[:, None],
                      h[None, :], p["rep_hist"])
@@ -334,10 +363,10 @@ def _select(flag, a, b):
     return jax.tree_util.tree_map(lambda x, y: jnp.where(flag, x, y), a, b)
 
 
-def _finish_turn(p, record=True):
+def _finish_turn(p, rep, record=True):
     """Hand the turn to the opponent (required action Lift) and record the position."""
     p = dict(p, color=1 - p["color"], required=jnp.int32(LIFT))
-    return record_position(p) if record else p
+    return record_position(p, rep) if record else p
 
 
 def _lift(p, sq):
@@ -351,7 +380,7 @@ def _lift(p, sq):
                 no_progress=p["no_progress"] + 1)
 
 
-def _place_king(p, t):
+def _place_king(p, t, rep):
     board, c = p["board"], p["color"]
     opts = jnp.asarray([0, 1]) + 2 * c
     hit = p["castling"][opts] & (jnp.asarray(C_KING_TO)[opts] == t)
@@ -363,10 +392,10 @@ def _place_king(p, t):
     castling = p["castling"] & ~((jnp.arange(4) // 2) == c)
     p = dict(p, board=board, castling=castling, ep=jnp.int32(-1), hand_piece=jnp.int32(0),
              hand_partner=jnp.int32(0), hand_pos=jnp.int32(-1))
-    return _finish_turn(p)
+    return _finish_turn(p, rep)
 
 
-def _place_single(p, t):
+def _place_single(p, t, rep):
     board, c = p["board"], p["color"]
     piece, src = p["hand_piece"], p["hand_pos"]
     fwd = 8 * forward(c)
@@ -390,13 +419,13 @@ def _place_single(p, t):
     end = _select(partner > 0, _progress(end), end)
     end = dict(end, termination=jnp.where(partner == KING, PACO, end["termination"]),
                winner=jnp.where(partner == KING, c, end["winner"]))
-    finish = _finish_turn(end)
+    finish = _finish_turn(end, rep)
     wait = dict(end, required=jnp.int32(PROMOTE_THEN_FINISH))
     end = _select(promotion >= 0, wait, finish)
     return _select(below > 0, chain, end)
 
 
-def _place_pair(p, t):
+def _place_pair(p, t, rep):
     board, c = p["board"], p["color"]
     piece, partner, src = p["hand_piece"], p["hand_partner"], p["hand_pos"]
     fwd = 8 * forward(c)
@@ -410,35 +439,35 @@ def _place_pair(p, t):
     theirs = (partner == PAWN) & (t // 8 == jnp.where(c == 0, 0, 7))
     own_s = dict(q, promotion=t, required=jnp.int32(PROMOTE_THEN_FINISH))
     # the opponent's pawn reached its last row: they promote at the start of their turn
-    theirs_s = dict(_finish_turn(q, record=False), promotion=t,
+    theirs_s = dict(_finish_turn(q, rep, record=False), promotion=t,
                     required=jnp.int32(PROMOTE_THEN_LIFT))
-    return _select(own, own_s, _select(theirs, theirs_s, _finish_turn(q)))
+    return _select(own, own_s, _select(theirs, theirs_s, _finish_turn(q, rep)))
 
 
-def _place(p, t):
-    single = _place_single(p, t)
-    king = _place_king(p, t)
-    pair = _place_pair(p, t)
+def _place(p, t, rep):
+    single = _place_single(p, t, rep)
+    king = _place_king(p, t, rep)
+    pair = _place_pair(p, t, rep)
     return _select(p["hand_partner"] > 0, pair, _select(p["hand_piece"] == KING, king, single))
 
 
-def _promote(p, k):
+def _promote(p, k, rep):
     c, sq = p["color"], jnp.clip(p["promotion"], 0, 63)
     board = p["board"].at[c, sq].set(jnp.asarray(PROMOTE_TYPES)[k].astype(p["board"].dtype))
     q = _progress(dict(p, board=board, promotion=jnp.int32(-1)))
-    then_lift = record_position(dict(q, required=jnp.int32(LIFT)))
+    then_lift = record_position(dict(q, required=jnp.int32(LIFT)), rep)
     then_place = dict(q, required=jnp.int32(PLACE))
-    finish = _finish_turn(dict(q, ep=jnp.int32(-1)))
+    finish = _finish_turn(dict(q, ep=jnp.int32(-1)), rep)
     r = p["required"]
     return _select(r == PROMOTE_THEN_LIFT, then_lift,
                    _select(r == PROMOTE_THEN_PLACE, then_place, finish))
 
 
-def apply_action(p, action):
+def apply_action(p, action, repetitions=DRAW_AFTER_REPETITIONS):
     """Apply a legal action (mover's frame) to the position dict `p`."""
     c = p["color"]
     sq = flip(action % 64, c).astype(jnp.int32)
     lifted = _lift(p, sq)
-    placed = _place(p, sq)
-    promoted = _promote(p, jnp.clip(action - 128, 0, 3))
+    placed = _place(p, sq, repetitions)
+    promoted = _promote(p, jnp.clip(action - 128, 0, 3), repetitions)
     return _select(action < 64, lifted, _select(action < 128, placed, promoted))
