@@ -238,14 +238,14 @@ def from_gnubg_board(gboard, dice: Sequence[int], current_player: int = 0) -> Ba
         raise ValueError(f"current_player must be 0 or 1, got {current_player!r}")
     lo, hi = min(d1, d2), max(d1, d2)
     outcome = int(np.flatnonzero((rules.ROLLS[:, 0] == lo) & (rules.ROLLS[:, 1] == hi))[0])
-    env = Backgammon()
-    s = _decision_state_jit(jnp.asarray(board), jnp.asarray(outcome), jnp.asarray(current_player))
-    return s.replace(observation=env._observe(s, s.current_player))
+    return _decision_state_jit(jnp.asarray(board), jnp.asarray(outcome), jnp.asarray(current_player))
 
 
 @jax.jit
 def _decision_state_jit(board, outcome, player):
-    return Backgammon()._decision_state(board, outcome, player)
+    env = Backgammon()
+    s = env._decision_state(board, outcome, player)
+    return s.replace(observation=env._observe(s, s.current_player))
 
 
 def to_gnubg_board(state: BackgammonState):
