@@ -110,7 +110,8 @@ def _fields_from_numpy(f: dict) -> dict:
                 castling=jnp.asarray(f["castling"], jnp.bool_),
                 no_progress=jnp.int32(f["no_progress"]),
                 rep_hist=jnp.zeros((R.REP_CAP, 2), jnp.uint32), rep_len=jnp.int32(0),
-                termination=jnp.int32(R.RUNNING), winner=jnp.int32(-1))
+                termination=jnp.int32(R.PACO if f.get("winner", -1) >= 0 else R.RUNNING),
+                winner=jnp.int32(f.get("winner", -1)))
 
 
 class PacoSako(Env):

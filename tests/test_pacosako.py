@@ -151,21 +151,25 @@ def test_engine_replays(env, steppers):
             assert bool(state.legal_action_mask[a]), (
                 f"game {game['id']} action {i} {kind} {value} illegal here; legal: "
                 f"{P.legal_actions(state)}")
-            # a lift is offered exactly for the squares of the mover's pieces that can move
             state = step(state, a)
         results[game["id"]] = _result(state)
-    # both recorded games end with a union with the king (ŝako): the last mover wins
-    assert results == {13103: "paco white", 16069: "paco black"}, results
+    # 16069 ends with Black uniting with White's king; 13103 stops after White's 110th action
+    # without a ŝako (the game was given up), so the engine too would still say Running
+    assert results == {13103: "running", 16069: "paco black"}, results
 
 
 def test_opening_book_moves(env, steppers):
     """Every move the engine's opening book suggests is a legal, complete move here."""
     step = steppers[3]
     book = _load("opening_book_sample.json")
-    n = 0
+    n = over = 0
     for entry in book["entries"]:
         for move in entry["moves"]:
             state = env.from_notation(entry["fen"])
+            if bool(state.terminated):  # a king already in a union: the game is over here
+                assert int(state.termination) == R.PACO
+                over += 1
+                continue
             mover = int(state.color)
             for k, raw in enumerate(move):
                 assert int(state.color) == mover and not bool(state.terminated)
@@ -176,7 +180,7 @@ def test_opening_book_moves(env, steppers):
             # the move is complete: the turn passed, or it ended the game
             assert int(state.color) != mover or bool(state.terminated), (entry["fen"], move)
             n += 1
-    assert n >= 80
+    assert n >= 100 and over <= 5, (n, over)
 
 
 def test_initial_state(env):
@@ -204,11 +208,14 @@ def test_chain_keeps_player_and_black_frame(env, steppers):
 
 def test_notation_roundtrip(env):
     for fen in ["rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w 0 AHah - -",
-                "1lb1k3/8/1tApS3/2p2p2/1A2P1A1/1p1Ps1P1/2C1T2p/R1B1K2R w 0 AHah - -",
+                "1lb1k3/8/1tapS3/2p2p2/1a2P1a1/1p1Ps1P1/2C1T2p/R1B1K2R w 0 AHah - -",
                 "rnbqkbnr/ppp1pppp/8/3p4/8/8/PPPP1PPP/RNBQKBNR^e4P w 3 AHah d6 -",
-                "4k3/8/8/8/8/8/8/1p2K3 w 4 - - - promote:b1:lift",
+                "4k3/8/8/8/8/8/8/1p2K3 b 4 - - - promote:b1:lift",
                 "4k3/2P5/8/8/8/8/8/4K3 w 4 - - -"]:
         assert P.to_notation(env.from_notation(fen)) == fen
+    # the engine's test writes the pawn-pawn union as 'A'; it is the same square as 'a'
+    engine = "1lb1k3/8/1tApS3/2p2p2/1A2P1A1/1p1Ps1P1/2C1T2p/R1B1K2R w 0 AHah - -"
+    assert P.to_notation(env.from_notation(engine)) == engine.replace("A", "a").replace("aHah", "AHah")
 
 
 @pytest.mark.parametrize("bad", [
@@ -220,6 +227,7 @@ def test_notation_roundtrip(env):
     "8/8/8/8/8/8/8/8 w 0 AH - -",                               # castling without a king
     "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR^e2p w 0 AHah - -",  # lifted piece of the wrong side
     "kk6/8/8/8/8/8/8/8 w 0 - - -",
+    "_7/8/8/8/8/8/8/8 w 0 - - -",  # both kings in one union
 ])
 def test_bad_notation(bad, env):
     if bad.startswith("rnbqkbn1/"):

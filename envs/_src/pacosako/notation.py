@@ -99,8 +99,11 @@ def parse(text: str) -> dict:
              for c in (0, 1)]
     if max(pieces) > 16 or max(kings) > 1:
         raise ValueError(f"pacosako: at most 16 pieces and one king per side: {text!r}")
-    if np.any((board[0] == R.KING) & (board[1] > 0)) or np.any((board[1] == R.KING) & (board[0] > 0)):
-        raise ValueError(f"pacosako: a king in a union means the game is over: {text!r}")
+    # a king in a union: that side has lost (the engine's FEN does not record the result)
+    united = [bool(np.any((board[c] == R.KING) & (board[1 - c] > 0))) for c in (0, 1)]
+    if all(united):
+        raise ValueError(f"pacosako: both kings are in unions: {text!r}")
+    winner = 1 if united[0] else (0 if united[1] else -1)
     castling = np.array(["A" in castle, "H" in castle, "a" in castle, "h" in castle])
     for i, need in enumerate([(0, 4), (0, 4), (1, 60), (1, 60)]):
         c, ksq = need
@@ -124,7 +127,7 @@ def parse(text: str) -> dict:
     return dict(board=board, color=np.int32(color), required=np.int32(required),
                 hand_piece=np.int32(hand[0]), hand_partner=np.int32(hand[1]),
                 hand_pos=np.int32(hand[2]), ep=np.int32(ep_sq), promotion=np.int32(promotion),
-                castling=castling, no_progress=np.int32(int(clock)))
+                castling=castling, no_progress=np.int32(int(clock)), winner=np.int32(winner))
 
 
 def write(board, color, required, hand_piece, hand_partner, hand_pos, ep, promotion, castling,
