@@ -26,6 +26,19 @@ def _parse_overrides(pairs: Sequence[str]) -> dict:
     return out
 
 
+def enable_compilation_cache() -> None:
+    """A persistent XLA cache ($TURBOZERO_JAX_CACHE, default ~/.cache/turbozero-jax; "none"
+    disables it): a second run of the same preset skips most compilation."""
+    import jax
+
+    path = os.environ.get(
+        "TURBOZERO_JAX_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "turbozero-jax")
+    )
+    if path.lower() != "none":
+        jax.config.update("jax_compilation_cache_dir", path)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+
+
 def _train(args: argparse.Namespace) -> int:
     from turbozero.training import Trainer
 
@@ -42,13 +55,13 @@ def _train(args: argparse.Namespace) -> int:
     with open(os.path.join(trainer.run_dir.path, "cli.json"), "w", encoding="utf-8") as f:
         json.dump({"game": args.game, "preset": args.preset, "overrides": overrides}, f)
     print(f"run directory: {trainer.run_dir.path}")
-    first_loss = None
+    trained: list[dict] = []
     last = {}
 
     def on_record(record: dict) -> None:
-        nonlocal first_loss, last
-        if first_loss is None and "loss" in record:
-            first_loss = record["loss"]
+        nonlocal last
+        if "loss" in record:
+            trained.append(record)
         last = record
         evals = {k: round(v, 3) for k, v in record.items() if k.startswith("eval_") and k.endswith(("win_rate", "mean_return"))}
         if evals:
@@ -56,8 +69,12 @@ def _train(args: argparse.Namespace) -> int:
 
     trainer.run(progress=not args.no_progress, callback=on_record)
     trainer.run_dir.close()
-    if first_loss is not None and "loss" in last:
-        print(f"loss: {first_loss:.4f} -> {last['loss']:.4f}")
+    if trained:
+        k = max(1, min(3, len(trained) // 3))
+        for name in ("loss", "policy_loss", "value_loss"):
+            first = sum(r[name] for r in trained[:k]) / k
+            end = sum(r[name] for r in trained[-k:]) / k
+            print(f"{name}: {first:.4f} -> {end:.4f} (mean of the first / last {k} trained iterations)")
     for k, v in sorted(last.items()):
         if k.startswith("eval_") and k.endswith("win_rate"):
             print(f"{k}: {v:.3f}")
@@ -118,6 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
+    enable_compilation_cache()
     try:
         return args.func(args)
     except ValueError as err:

@@ -14,7 +14,7 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "backgammon": {
         "tiny": dict(
             num_envs=32, collect_steps=32, train_steps=16, batch_size=128, replay_capacity=256,
-            num_iterations=30, eval_every=10, eval_games=32, learning_rate=3e-3,
+            num_iterations=24, eval_every=24, eval_games=32, learning_rate=3e-3,
             network={"hidden_sizes": (64, 64)}, search=SearchConfig(num_simulations=8),
             eval_search=SearchConfig(num_simulations=8, dirichlet_fraction=0.0, temperature=0.0),
             max_eval_steps=1200, eval_opponents=("random", "greedy"),

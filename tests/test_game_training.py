@@ -1,0 +1,39 @@
+"""Every trainable game goes through the one loop: a couple of iterations each, tiny shapes."""
+
+import numpy as np
+import pytest
+
+from turbozero.presets import get_preset
+from turbozero.search.mcgs import MCGSConfig
+from turbozero.training import Trainer
+
+
+def test_pyrat_trains_through_the_shared_loop_with_mcgs():
+    cfg = get_preset(
+        "pyrat", "tiny", num_iterations=2, num_envs=8, collect_steps=10, train_steps=4,
+        batch_size=32, replay_capacity=40, eval_every=2, eval_games=8, max_eval_steps=20,
+        env_config=(("width", 5), ("height", 5), ("cheese_count", 5), ("max_turns", 20)),
+        search=MCGSConfig(num_simulations=8), eval_search=MCGSConfig(num_simulations=8, temperature=0.0),
+    )
+    records = []
+    Trainer(cfg).run(progress=False, callback=records.append)
+    assert records[-1]["iteration"] == 2
+    assert all(np.isfinite(r["loss"]) for r in records if "loss" in r)
+    assert 0.0 <= records[-1]["eval_greedy_win_rate"] <= 1.0
+    assert records[-1]["eval_greedy_games_finished"] == 8
+
+
+def test_simultaneous_game_needs_mcgs_config():
+    with pytest.raises(ValueError, match="MCGSConfig"):
+        Trainer(get_preset("pgx/tic_tac_toe", "tiny", game="pyrat"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("game", ["chess", "pacosako"])
+def test_board_games_train_through_the_shared_loop(game):
+    cfg = get_preset(game, "tiny", num_iterations=2, collect_steps=8, eval_every=2,
+                     eval_games=4, max_eval_steps=16, num_envs=4, batch_size=16)
+    records = []
+    Trainer(cfg).run(progress=False, callback=records.append)
+    assert records[-1]["iteration"] == 2
+    assert "eval_random_win_rate" in records[-1]

@@ -1,0 +1,67 @@
+"""Backgammon evaluation against gnubg at 0-ply (gnubg is a test/evaluation dependency).
+
+gnubg is not jittable, so this is a Python loop over a batch of games: the agent's actions come
+from one jitted batched search per step, gnubg's complete move is found once per turn (through
+`envs._src.backgammon.gnubg_bridge`) and fed to the env one checker at a time.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import jax
+import numpy as np
+
+
+def play_against_gnubg(
+    trainer: Any,
+    key: Optional[jax.Array] = None,
+    num_games: Optional[int] = None,
+    max_steps: Optional[int] = None,
+    plies: int = 0,
+) -> dict[str, float]:
+    """The trainer's agent (its `eval_search`) against gnubg; seats alternate over games."""
+    if trainer.config.game != "backgammon":
+        raise ValueError("gnubg can only play backgammon")
+    try:
+        from envs._src.backgammon.gnubg_bridge import best_move_actions
+    except ImportError as err:  # pragma: no cover - depends on the install
+        raise ValueError("the gnubg opponent needs the `gnubg` package (test extra)") from err
+    env = trainer.env
+    n = num_games or trainer.config.eval_games
+    max_steps = max_steps or trainer.config.max_eval_steps
+    key = jax.random.PRNGKey(trainer.config.seed + 2) if key is None else key
+    variables = trainer.variables(trainer.state.train_state)
+    agent = jax.jit(trainer.agent_policy)
+    step = jax.jit(jax.vmap(env.step))
+    k_init, key = jax.random.split(key)
+    states = jax.jit(jax.vmap(env.init))(jax.random.split(k_init, n))
+    seat = np.arange(n) % env.num_players
+    ret = np.zeros(n)
+    queues: list[list[int]] = [[] for _ in range(n)]
+    for _ in range(max_steps):
+        done = np.asarray(states.terminated | states.truncated)
+        if done.all():
+            break
+        player = np.asarray(states.current_player)
+        key, ka, ks = jax.random.split(key, 3)
+        agent_turn = ~done & (player == seat)
+        actions = np.asarray(agent(variables, states, ka)) if agent_turn.any() else np.zeros(n, np.int32)
+        actions = actions.copy()
+        for g in np.flatnonzero(~done & (player != seat)):
+            if not queues[g]:
+                single = jax.tree_util.tree_map(lambda x: x[g], states)
+                queues[g] = list(best_move_actions(single, plies=plies))
+            actions[g] = queues[g].pop(0)
+        for g in np.flatnonzero(agent_turn):
+            queues[g] = []
+        states = step(states, actions, jax.random.split(ks, n))
+        ret += np.asarray(states.rewards)[np.arange(n), seat]
+    finished = np.asarray(states.terminated | states.truncated)
+    k = max(int(finished.sum()), 1)
+    return {
+        "mean_return": float(ret[finished].sum() / k),
+        "win_rate": float((finished & (ret > 0)).sum() / k),
+        "loss_rate": float((finished & (ret < 0)).sum() / k),
+        "games_finished": float(finished.sum()),
+    }
