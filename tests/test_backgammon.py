@@ -311,3 +311,21 @@ def test_render_is_readable():
     assert "roll 1-3" in text and "4HPwATDgc/ABMA" in text and "X5" in text and "O5" in text
     c = STEP_DET(bg.from_gnubg_board(CLOSED, (3, 5)), 0)
     assert "to roll" in bg.render(c)
+
+
+def test_fast_forced_move_mask_equals_bruteforce():
+    """The analytic look-ahead of `roll_mask` equals applying every first step and searching
+    for a second one, on random positions and rolls (the gnubg tests check the rule itself)."""
+    rng = np.random.default_rng(17)
+    boards, rems = [], []
+    for _ in range(4000):
+        g = random_gboard(rng)
+        d = rng.integers(1, 7, 2)
+        boards.append(notation.gnubg_to_board(g))
+        rems.append(np.asarray(rules.roll_remaining(int(d[0]), int(d[1]))))
+    b, r = jnp.asarray(np.stack(boards)), jnp.asarray(np.stack(rems))
+    fast = np.asarray(jax.jit(jax.vmap(rules.roll_mask))(b, r))
+    slow = np.asarray(jax.jit(jax.vmap(rules.roll_mask_bruteforce))(b, r))
+    plain = np.asarray(jax.jit(jax.vmap(rules.simple_mask))(b, r))
+    assert (fast != plain).reshape(len(fast), -1).any(axis=1).sum() >= 50  # the rule bites
+    np.testing.assert_array_equal(fast, slow)

@@ -98,22 +98,7 @@ def _any_playable_with(board: Array, die: Array) -> Array:
 
 def apply_move(board: Array, src: Array, die: Array) -> Array:
     """Move one mover checker from `src` (0 bar, 1..24 = index 0..23) by `die`; assumes it is
-    playable. Hits an opponent blot."""
-    from_bar = src == 0
-    p = jnp.where(from_bar, BAR, src - 1)
-    dest = jnp.where(from_bar, 24 - die, src - 1 - die)
-    off = dest < 0
-    d = jnp.clip(dest, 0, 23)
-    hit = ~off & (board[d] == -1)
-    board = board.at[p].add(-1)
-    board = board.at[OPP_BAR].add(jnp.where(hit, -1, 0))
-    board = board.at[d].set(jnp.where(off, board[d], jnp.where(hit, 1, board[d] + 1)))
-    board = board.at[OFF].add(off.astype(jnp.int32))
-    return board
-
-
-def _apply_move_arith(board: Array, src: Array, die: Array) -> Array:
-    """`apply_move` without scatters (one-hot arithmetic), for the vmapped look-ahead."""
+    playable. Hits an opponent blot. One-hot arithmetic, no scatter (faster under vmap)."""
     idx = jnp.arange(28)
     from_bar = src == 0
     p = jnp.where(from_bar, BAR, src - 1)
@@ -131,8 +116,9 @@ def simple_mask(board: Array, remaining: Array) -> Array:
     return playable(board) & (remaining > 0)[None, :]
 
 
-def roll_mask(board: Array, remaining: Array) -> Array:
-    """bool[25, 6]: legal first steps right after a roll, under the forced-move rule."""
+def roll_mask_bruteforce(board: Array, remaining: Array) -> Array:
+    """`roll_mask` by applying every candidate first step and searching for a second one
+    (slow: a reference for the tests)."""
     play = simple_mask(board, remaining)
     vals = jnp.arange(1, 7)
     # Two different dice: the larger and the smaller value left.
@@ -143,7 +129,7 @@ def roll_mask(board: Array, remaining: Array) -> Array:
     srcs = jnp.arange(25)
 
     def follow(src, die, other):
-        return _any_playable_with(_apply_move_arith(board, src, die), other)
+        return _any_playable_with(apply_move(board, src, die), other)
 
     f_hi = jax.vmap(follow, in_axes=(0, None, None))(srcs, hi, lo)  # first hi, then lo
     f_lo = jax.vmap(follow, in_axes=(0, None, None))(srcs, lo, hi)
@@ -183,3 +169,78 @@ def game_points(board: Array) -> Array:
     opp_off = -board[OPP_OFF]
     bg = (board[OPP_BAR] < 0) | jnp.any(board[:6] < 0)
     return jnp.where(opp_off > 0, 1, jnp.where(bg, 3, 2)).astype(jnp.int32)
+
+
+def _at_dest(vec: Array) -> Array:
+    """[24] -> [24, 6]: ``vec[p - d]`` for source p and die d, False where p - d < 0."""
+    pad = jnp.concatenate([jnp.zeros(6, vec.dtype), vec])
+    return pad[_DEST_PAD]
+
+
+def _column(m: Array, die: Array) -> Array:
+    """[24, 6] -> [24]: the column of die value `die` (traced), by a one-hot reduction."""
+    return jnp.any(m & (jnp.arange(1, 7) == die)[None, :], axis=1)
+
+
+def _follow_points(board: Array, d: Array, e: Array) -> Array:
+    """bool[24]: after moving a checker from point index p with die d (no checker on the bar),
+    does some move with die e exist? Worked out from the board, without applying the move:
+    a move never closes a point for its own side, so only the emptied source, the new checker
+    at the destination and the bear-off conditions change."""
+    pts = board[:24]
+    own = pts > 0
+    single = pts == 1
+    idx = jnp.arange(24)
+    q = idx - d
+    g_e = _column(jnp.asarray(_DEST >= 0) & jnp.concatenate(
+        [jnp.zeros(6, jnp.bool_), pts >= -1])[_DEST_PAD], e)  # e-move from x to an open point
+    base = jnp.sum(own & g_e)
+    lose_p = (own & g_e & single).astype(jnp.int32)
+    gain_q = ((q >= 0) & _column(_at_dest(g_e), d) & ~_column(_at_dest(own), d)).astype(jnp.int32)
+    inside = (base - lose_p + gain_q) > 0
+    # bearing off with e afterwards: every checker home, then an exact one from e - 1 or the
+    # highest checker when it lies below e - 1.
+    out_after = jnp.sum(jnp.maximum(pts[6:], 0)) - (idx >= 6) + (q >= 6)
+    ee = e - 1
+    own_ee = jnp.any(own & (idx == ee))
+    own_ee_after = (own_ee & ~((idx == ee) & single)) | (q == ee)
+    h = jnp.max(jnp.where(own, idx, -1))
+    h2 = jnp.max(jnp.where(own & (idx != h), idx, -1))
+    h_after = jnp.where((idx == h) & single, jnp.maximum(h2, jnp.maximum(q, -1)), h)
+    bear = (out_after == 0) & (own_ee_after | ((h_after >= 0) & (h_after < ee)))
+    return inside | bear
+
+
+def _follow_bar(board: Array, d: Array, e: Array) -> Array:
+    """bool: after entering from the bar with die d, does some move with die e exist?"""
+    pts = board[:24]
+    idx = jnp.arange(24)
+    open_ = pts >= -1
+    still_on_bar = board[BAR] >= 2
+    enter_e = jnp.any(open_ & (idx == 24 - e))
+    # last checker entered (at 24 - d, far from home: no bear-off): any point move with e
+    g_e = _column(jnp.asarray(_DEST >= 0) & jnp.concatenate(
+        [jnp.zeros(6, jnp.bool_), open_])[_DEST_PAD], e)
+    any_point = jnp.any((pts > 0) & g_e) | jnp.any(open_ & (idx == 24 - d - e))
+    return jnp.where(still_on_bar, enter_e, any_point)
+
+
+def roll_mask(board: Array, remaining: Array) -> Array:
+    """bool[25, 6]: legal first steps right after a roll, under the forced-move rule."""
+    play = simple_mask(board, remaining)
+    vals = jnp.arange(1, 7)
+    hi = jnp.max(jnp.where(remaining > 0, vals, 0))
+    lo = jnp.min(jnp.where(remaining > 0, vals, 7))
+    two_dice = (remaining.sum() == 2) & (hi != lo)
+    hi_c, lo_c = jnp.clip(hi, 1, 6), jnp.clip(lo, 1, 6)
+    f_hi = jnp.concatenate([_follow_bar(board, hi_c, lo_c)[None], _follow_points(board, hi_c, lo_c)])
+    f_lo = jnp.concatenate([_follow_bar(board, lo_c, hi_c)[None], _follow_points(board, lo_c, hi_c)])
+    cand_hi = jnp.any(play & (vals == hi)[None, :], axis=1)
+    cand_lo = jnp.any(play & (vals == lo)[None, :], axis=1)
+    ok_hi = cand_hi & f_hi
+    ok_lo = cand_lo & f_lo
+    both = jnp.any(ok_hi) | jnp.any(ok_lo)
+    use_hi = jnp.where(both, ok_hi, cand_hi)
+    use_lo = jnp.where(both, ok_lo, cand_lo & ~jnp.any(cand_hi))
+    forced = (use_hi[:, None] & (vals == hi)[None, :]) | (use_lo[:, None] & (vals == lo)[None, :])
+    return jnp.where(two_dice, forced, play)
