@@ -16,6 +16,7 @@ use_perspective, with_must_lift and with_must_promote (32 layers).
 
 from __future__ import annotations
 
+import functools
 from typing import Optional
 
 import jax
@@ -153,8 +154,10 @@ class PacoSako(Env):
 
     def from_notation(self, text: str) -> PacoSakoState:
         """A state from the text notation (ValueError if malformed)."""
-        state = _settle(_fields_from_numpy(N.parse(text)), 0, self.max_steps)
-        return self._finalize(state)
+        fields = _fields_from_numpy(N.parse(text))
+        if not hasattr(self, "_build"):
+            self._build = jax.jit(lambda f: self._finalize(_settle(f, 0, self.max_steps)))
+        return self._build(fields)
 
 
 # ------------------------------------------------------------------------ public helpers
@@ -249,16 +252,14 @@ def tensor_representation(state: PacoSakoState, *, use_perspective: bool = True,
                           with_must_lift: bool = False, with_must_promote: bool = False) -> Array:
     """float32[..., 8, 8, L]: the spec's tensor, built directly, for a state or a batch."""
     _check_flags(use_perspective, with_must_lift, with_must_promote)
-    fn = lambda p: RP.tensor_one(p, use_perspective, with_must_lift, with_must_promote)
-    return _map_states(fn, state)
+    return _map_states("tensor", (use_perspective, with_must_lift, with_must_promote), state)
 
 
 def index_representation(state: PacoSakoState, *, use_perspective: bool = True,
                          with_must_lift: bool = False, with_must_promote: bool = False) -> Array:
     """uint32[..., n]: the spec's index vector for a state or a batch (n = 38 + options)."""
     _check_flags(use_perspective, with_must_lift, with_must_promote)
-    fn = lambda p: RP.index_one(p, use_perspective, with_must_lift, with_must_promote)
-    return _map_states(fn, state)
+    return _map_states("index", (use_perspective, with_must_lift, with_must_promote), state)
 
 
 def expand_index_representation(indices, *, use_perspective: bool = True,
@@ -282,16 +283,21 @@ def expand_index_representation(indices, *, use_perspective: bool = True,
             raise ValueError("pacosako: castling/player/must-lift/must-promote values must be 0 or 1")
         if np.any((flat[:, -1] < 0) | (flat[:, -1] > 100)):
             raise ValueError("pacosako: the half-move clock must lie in [0, 100]")
-    x = jnp.asarray(indices)
     del n_layers
-    return RP.batched(lambda i: RP.expand_one(i, use_perspective, with_must_lift,
-                                              with_must_promote), x, 1)
+    x = jnp.asarray(indices)
+    return _compiled("expand", (use_perspective, with_must_lift, with_must_promote),
+                     x.ndim - 1)(x)
 
 
-def _map_states(fn, state):
-    p = _as_dict(state)
-    extra = np.ndim(state.color)
-    f = fn
+@functools.lru_cache(maxsize=None)
+def _compiled(kind: str, flags: tuple, extra: int):
+    """jit(vmap^extra(one-item function)) per representation kind, options and batch rank."""
+    one = {"tensor": RP.tensor_one, "index": RP.index_one, "expand": RP.expand_one}[kind]
+    f = lambda x: one(x, *flags)
     for _ in range(extra):
         f = jax.vmap(f)
-    return f(p)
+    return jax.jit(f)
+
+
+def _map_states(kind, flags, state):
+    return _compiled(kind, flags, int(np.ndim(state.color)))(_as_dict(state))

@@ -30,6 +30,11 @@ def env():
 
 
 @pytest.fixture(scope="module")
+def START_STATE(env):  # noqa: N802 - reads as the constant it is
+    return jax.jit(env.init)(jax.random.PRNGKey(0))
+
+
+@pytest.fixture(scope="module")
 def env_norep():
     return P.PacoSako(draw_after_repetitions=0)
 
@@ -139,12 +144,12 @@ def test_engine_threats(case, threats_fn):
     assert not diff, f"threat sets differ on {diff}"
 
 
-def test_engine_replays(env, steppers):
+def test_engine_replays(env, steppers, START_STATE):
     """The engine's recorded games: every action legal here, the same outcome at the end."""
     step = steppers[3]
     results = {}
     for game in _load("replays.json")["games"]:
-        state = env.init(None)
+        state = START_STATE
         for i, (kind, value) in enumerate(game["actions"]):
             assert not bool(state.terminated), f"game {game['id']} ended early at {i}"
             a = P.engine_action_to_index(kind, value, int(state.color))
@@ -183,8 +188,8 @@ def test_opening_book_moves(env, steppers):
     assert n >= 100 and over <= 5, (n, over)
 
 
-def test_initial_state(env):
-    s = env.init(jax.random.PRNGKey(0))
+def test_initial_state(env, START_STATE):
+    s = START_STATE
     assert P.to_notation(s) == P.START
     assert sorted(P.legal_actions(s)) == sorted(
         [f"lift {f}2" for f in "abcdefgh"] + ["lift b1", "lift g1"])
@@ -193,9 +198,9 @@ def test_initial_state(env):
     assert env.num_actions == 132 and env.id == "pacosako"
 
 
-def test_chain_keeps_player_and_black_frame(env, steppers):
+def test_chain_keeps_player_and_black_frame(env, steppers, START_STATE):
     step = steppers[3]
-    s = env.init(None)
+    s = START_STATE
     for a in ["lift e2", "place e4", "lift d7"]:
         s = step(s, P.action_from_string(s, a))
     # Black acts in a mirrored frame: d7 is the mover's d2, index 64 + 11 + 8 ... place d5 = d4
@@ -237,8 +242,8 @@ def test_bad_notation(bad, env):
         env.from_notation(bad)
 
 
-def test_illegal_action_boundary_and_jit(env, steppers):
-    s = env.init(None)
+def test_illegal_action_boundary_and_jit(env, steppers, START_STATE):
+    s = START_STATE
     with pytest.raises(ValueError):
         env.check_action(s, P.action_from_string(s, "lift e1"))
     with pytest.raises(ValueError):
@@ -249,7 +254,7 @@ def test_illegal_action_boundary_and_jit(env, steppers):
     assert bool(t.terminated) and t.rewards.tolist() == [-1.0, 1.0]
 
 
-def test_render_text(env):
-    text = P.render_text(env.init(None))
+def test_render_text(env, START_STATE):
+    text = P.render_text(START_STATE)
     assert "White to act (lift)" in text
     assert text.splitlines()[0].split()[1:] == [".r", ".n", ".b", ".q", ".k", ".b", ".n", ".r"]

@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from envs._src.pacosako import rules as R
 
 PIECE_SLOTS = 32
+# the half-move clock layer value n / 100, divided once in numpy so that every path (eager,
+# jit, expansion) gives bit-identical floats
+CLOCK = np.arange(101, dtype=np.float32) / np.float32(100.0)
 
 
 def num_layers(use_perspective: bool, with_must_lift: bool, with_must_promote: bool) -> int:
@@ -109,7 +113,7 @@ def tensor_one(p, use_perspective, with_must_lift, with_must_promote):
         layers.append(full(must_lift))
     if with_must_promote:
         layers.append(full(must_promote))
-    layers.append(full(jnp.clip(p["no_progress"], 0, 100) / 100.0))
+    layers.append(full(jnp.asarray(CLOCK)[jnp.clip(p["no_progress"], 0, 100)]))
     planes = jnp.concatenate(layers, axis=0)  # [L, 64]
     return planes.T.reshape(8, 8, -1)
 
@@ -120,7 +124,7 @@ def expand_one(indices, use_perspective, with_must_lift, with_must_promote):
     idx = indices.astype(jnp.int32)
     flat = jnp.zeros(25 * 64, jnp.float32).at[idx[:PIECE_SLOTS + 1]].set(1.0, mode="drop")
     consts = idx[PIECE_SLOTS + 1:-1].astype(jnp.float32)
-    clock = idx[-1].astype(jnp.float32) / 100.0
+    clock = jnp.asarray(CLOCK)[jnp.clip(idx[-1], 0, 100)]
     rest = jnp.concatenate([consts, clock[None]])
     planes = jnp.concatenate([flat.reshape(25, 64),
                               jnp.broadcast_to(rest[:, None], (n_layers - 25, 64))])
