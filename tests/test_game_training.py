@@ -5,7 +5,7 @@ import pytest
 
 from turbozero.presets import get_preset
 from turbozero.search.mcgs import MCGSConfig
-from turbozero.training import Trainer
+from turbozero.training import TrainConfig, Trainer
 
 
 def test_pyrat_trains_through_the_shared_loop_with_mcgs():
@@ -25,7 +25,7 @@ def test_pyrat_trains_through_the_shared_loop_with_mcgs():
 
 def test_simultaneous_game_needs_mcgs_config():
     with pytest.raises(ValueError, match="MCGSConfig"):
-        Trainer(get_preset("pgx/tic_tac_toe", "tiny", game="pyrat"))
+        Trainer(TrainConfig(game="pyrat"))
 
 
 @pytest.mark.slow

@@ -31,7 +31,7 @@ from turbozero.training import collector as collector_lib
 from turbozero.training import replay
 from turbozero.training.checkpoints import RunDirectory
 from turbozero.search.mcgs import MCGSConfig, mcgs_search, network_eval_fn
-from turbozero.training.evaluation import play_match, play_match_simultaneous
+from turbozero.training.evaluation import play_match
 from turbozero.training.loss_fns import az_loss_fn, simultaneous_loss_fn
 from turbozero.training.metrics import MetricsWriter
 from turbozero.training.trainer import make_optimizer, train
@@ -255,10 +255,8 @@ class Trainer:
             cfg = self.config
             opp = self.baseline_policy(opponent)
 
-            match = play_match_simultaneous if self.simultaneous else play_match
-
             def run(variables, key):
-                return match(self.env, self.agent_policy, opp, variables, variables, key,
+                return play_match(self.env, self.agent_policy, opp, variables, variables, key,
                              cfg.eval_games, cfg.max_eval_steps)
 
             self._evals[opponent] = jax.jit(run)
