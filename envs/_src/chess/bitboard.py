@@ -332,3 +332,12 @@ def expand(b: BB, n: int = 8) -> BB:
     """Broadcast a bitboard (array) along a new trailing axis of size n."""
     return BB(jnp.broadcast_to(b.lo[..., None], b.lo.shape + (n,)),
               jnp.broadcast_to(b.hi[..., None], b.hi.shape + (n,)))
+
+
+def to_bits_sq_major(b: BB) -> jnp.ndarray:
+    """uint32[64, *b.shape] of 0/1: square-major bits (no transpose needed for from-major
+    layouts such as the action mask and the channels-last observation)."""
+    sh = jnp.arange(32, dtype=U32).reshape((32,) + (1,) * b.lo.ndim)
+    lo = (b.lo[None] >> sh) & U32(1)
+    hi = (b.hi[None] >> sh) & U32(1)
+    return jnp.concatenate([lo, hi], axis=0)
