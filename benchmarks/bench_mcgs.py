@@ -92,9 +92,13 @@ def speed(sims, quick):
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="small settings (smoke test)")
+    ap.add_argument("--part", choices=("all", "transpositions", "speed"), default="all")
     args = ap.parse_args()
     print(f"jax {jax.__version__}, devices {jax.devices()}")
     sims = 50 if args.quick else 200
+    if args.part == "speed":
+        speed(50 if args.quick else 100, args.quick)
+        return
     print("\n| maze | evaluator | playouts x games | MCGS playouts reaching a transposition | "
           "MCGS evaluations | MCGS nodes | tree evaluations | distinct states in tree | "
           "tree evaluations a TT saves |")
@@ -102,7 +106,8 @@ def main() -> None:
     for ev in ("uniform", "hash"):
         transpositions(7, 7, 10, sims, 2 if args.quick else 16, ev, "7x7, 10 cheese")
         transpositions(21, 15, 41, sims, 2 if args.quick else 8, ev, "21x15, 41 cheese")
-    speed(50 if args.quick else 100, args.quick)
+    if args.part == "all":
+        speed(50 if args.quick else 100, args.quick)
 
 
 if __name__ == "__main__":

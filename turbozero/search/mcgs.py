@@ -295,16 +295,14 @@ def _evaluate_and_backup(g: Graph, path, depth, leaf, out) -> Graph:
         Q=g.Q.at[li].set(jnp.where(has, u, g.Q[li])),
         evaluated=g.evaluated.at[li].set(g.evaluated[li] | has),
         evaluations=g.evaluations + has)
-    cap = path.shape[0]
 
-    def back(i, g):
-        k = cap - 1 - i
+    def back(c):  # deepest first, so each parent sees its child's new Q
+        k, g = c
         n, o1, o2 = path[k, 0], path[k, 1], path[k, 2]
-        on = k < depth
-        g = g.replace(visits=g.visits.at[n, o1, o2].add(on.astype(jnp.int32)))
-        return g.replace(Q=g.Q.at[n].set(jnp.where(on, _recompute_q(g, n), g.Q[n])))
+        g = g.replace(visits=g.visits.at[n, o1, o2].add(1))
+        return k - 1, g.replace(Q=g.Q.at[n].set(_recompute_q(g, n)))
 
-    return jax.lax.fori_loop(0, cap, back, g)
+    return jax.lax.while_loop(lambda c: c[0] >= 0, back, (depth - 1, g))[1]
 
 
 def _root_output(g: Graph, cfg: MCGSConfig, key: jax.Array):
