@@ -116,6 +116,20 @@ def slider_targets(occ, blocker_ok):
     return free & (~o | _gather(blocker_ok, RAY))
 
 
+# one-hot of every ray step's square: [64 src, 8 dir * 7 step, 64 dst] (off-board rows are 0)
+RAY_ONEHOT = (RAY.reshape(64, 56)[:, :, None] == np.arange(64)[None, None, :]).astype(np.float32)
+KNIGHT_TABLE = np.zeros((64, 64), bool)
+PAWN_TABLE = np.zeros((2, 64, 64), bool)  # forward-diagonal squares of a White / Black pawn
+for _s in range(64):
+    for _t in KNIGHT_T[_s]:
+        if _t < OFF:
+            KNIGHT_TABLE[_s, _t] = True
+    for _c, _dirs in ((0, (4, 7)), (1, (5, 6))):
+        for _d in _dirs:
+            if NEIGH[_s, _d] < OFF:
+                PAWN_TABLE[_c, _s, NEIGH[_s, _d]] = True
+
+
 def _scatter_rows(mask, idx):
     """[64, ...] boolean mask over target indices idx (same shape) -> bool[64 src, 64 dst]."""
     src = jnp.broadcast_to(jnp.arange(64).reshape((64,) + (1,) * (idx.ndim - 1)), idx.shape)
@@ -126,9 +140,11 @@ def _scatter_rows(mask, idx):
 
 def slider_tables(occ, blocker_ok):
     """(rook, bishop, queen) bool[64 src, 64 dst] target tables."""
-    t = slider_targets(occ, blocker_ok)
-    rook = _scatter_rows(t[:, :4], RAY[:, :4])
-    bishop = _scatter_rows(t[:, 4:], RAY[:, 4:])
+    t = slider_targets(occ, blocker_ok).reshape(64, 56).astype(jnp.float32)
+    # dense one-hot products instead of scatters: scatters are slow on CPU and under vmap
+    oh = jnp.asarray(RAY_ONEHOT)
+    rook = jnp.einsum("sk,sku->su", t[:, :28], oh[:, :28]) > 0
+    bishop = jnp.einsum("sk,sku->su", t[:, 28:], oh[:, 28:]) > 0
     return rook, bishop, rook | bishop
 
 
@@ -146,15 +162,14 @@ def pawn_forward(color):
 
 
 # --------------------------------------------------------------------------- threats
-CHAIN_STARTS = 4  # chains searched with their own start square vacated (the rest: shared)
+CHAIN_STARTS = 2  # chains searched with their own start square vacated (the rest: shared)
 
 
 def _threat_tables(occ, color):
     """bool[7 piece, 64 src, 64 dst] threat targets of a piece in hand (king, none: empty)."""
     rook_t, bishop_t, queen_t = slider_tables(occ, jnp.ones(64, jnp.bool_))
-    kn = _scatter_rows(jnp.asarray(KNIGHT_T < OFF), jnp.asarray(KNIGHT_T))
-    diag = pawn_diagonals(color)
-    pawn_t = _scatter_rows(diag < OFF, diag)
+    kn = jnp.asarray(KNIGHT_TABLE)
+    pawn_t = jnp.asarray(PAWN_TABLE)[color]
     zeros = jnp.zeros((64, 64), jnp.bool_)
     return jnp.stack([zeros, pawn_t, rook_t, kn, bishop_t, queen_t, zeros])
 
@@ -180,8 +195,7 @@ def _chain_fixed_point(board, color, ep, occ, init):
 
     def body(carry):
         hand, _ = carry
-        arr = jnp.einsum("st,tsu->tu", hand.astype(jnp.float32),
-                         arrive_t.astype(jnp.float32)) > 0  # [7 type, 64 square]
+        arr = jnp.any(hand.T[:, :, None] & arrive_t, axis=1)  # [7 type, 64 square]
         again = jnp.sum(arr, axis=0) >= 2
         new = hand | (jnp.any(arr, axis=0)[:, None] & (kinds == pick[:, None]))
         new = new | (again[:, None] & arr.T)
@@ -190,7 +204,7 @@ def _chain_fixed_point(board, color, ep, occ, init):
         return new, jnp.any(new != hand)
 
     hand, _ = jax.lax.while_loop(lambda c: c[1], body, (init, jnp.bool_(True)))
-    return jnp.einsum("st,tsu->u", hand.astype(jnp.float32), tt.astype(jnp.float32)) > 0
+    return jnp.any(hand.T[:, :, None] & tt, axis=(0, 1))
 
 
 def threats(board, color, ep):
