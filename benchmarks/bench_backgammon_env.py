@@ -1,6 +1,6 @@
 """Random-play env steps per second: envs.backgammon against pgx's backgammon, side by side.
 
-    python benchmarks/bench_backgammon_env.py [--batches 1 64 1024] [--steps 200] [--repeats 3]
+    python benchmarks/bench_backgammon_env.py [--batches 0 1 64 1024] [--steps 200] [--repeats 3]
 
 Both envs run the same loop, jitted once per batch size: `lax.scan` over `--steps` steps of
 `vmap(step)` on a batch of games, a uniformly random legal action each step, and games that end
@@ -26,7 +26,8 @@ import envs  # noqa: E402
 
 
 def make_runner(init, step, batch: int, steps: int):
-    """A jitted function key -> (final states, number of finished games)."""
+    """A jitted function key -> (final states, number of finished games); batch 0 = one game
+    without vmap (how a single game is stepped)."""
 
     def one(state, key):
         k1, k2, k3 = jax.random.split(key, 3)
@@ -37,6 +38,16 @@ def make_runner(init, step, batch: int, steps: int):
         done = nxt.terminated | nxt.truncated
         nxt = jax.tree_util.tree_map(lambda a, b: jnp.where(done, a, b), fresh, nxt)
         return nxt, done
+
+    if batch == 0:
+
+        @jax.jit
+        def run_single(key):
+            k0, k1 = jax.random.split(key)
+            state, dones = jax.lax.scan(one, init(k0), jax.random.split(k1, steps))
+            return state.current_player, dones.sum()
+
+        return run_single
 
     @jax.jit
     def run(key):
@@ -66,7 +77,8 @@ def time_runner(run, repeats: int) -> float:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--batches", type=int, nargs="+", default=[1, 64, 1024])
+    p.add_argument("--batches", type=int, nargs="+", default=[0, 1, 64, 1024],
+                   help="0 = a single game stepped without vmap")
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--repeats", type=int, default=3)
     args = p.parse_args()
@@ -76,13 +88,15 @@ def main() -> None:
     ours = envs.make("backgammon")
     theirs = pgx.make("backgammon")
     print(f"jax {jax.__version__} on {jax.devices()[0].platform}, {os.cpu_count()} cpus")
-    print(f"{'batch':>6} {'ours steps/s':>14} {'pgx steps/s':>14} {'ours/pgx':>9}")
+    print(f"{'batch':>11} {'ours steps/s':>14} {'pgx steps/s':>14} {'ours/pgx':>9}")
     for b in args.batches:
         steps = args.steps if b > 1 else args.steps * 10
         t_ours = time_runner(make_runner(ours.init, ours.step, b, steps), args.repeats)
         t_pgx = time_runner(make_runner(theirs.init, theirs.step, b, steps), args.repeats)
-        s_ours, s_pgx = b * steps / t_ours, b * steps / t_pgx
-        print(f"{b:>6d} {s_ours:>14,.0f} {s_pgx:>14,.0f} {s_ours / s_pgx:>9.2f}", flush=True)
+        n = max(b, 1) * steps
+        s_ours, s_pgx = n / t_ours, n / t_pgx
+        label = "1 (no vmap)" if b == 0 else str(b)
+        print(f"{label:>11s} {s_ours:>14,.0f} {s_pgx:>14,.0f} {s_ours / s_pgx:>9.2f}", flush=True)
 
 
 if __name__ == "__main__":
