@@ -149,8 +149,10 @@ class PacoSako(Env):
         return _settle(p, state.step_count, self.max_steps, state.observation)
 
     def _observe(self, state: PacoSakoState, player_id) -> Array:
-        # the spec's representation is defined for the player to act (or White's view)
-        return RP.tensor_one(_as_dict(state), **self._flags())
+        # with use_perspective the viewer is at the bottom; the must-lift/promote layers always
+        # describe the player to act
+        return RP.tensor_one(_as_dict(state), **self._flags(),
+                             viewer=jnp.asarray(player_id, jnp.int32))
 
     def from_notation(self, text: str) -> PacoSakoState:
         """A state from the text notation (ValueError if malformed)."""

@@ -172,6 +172,19 @@ def test_observation_is_the_default_representation(sample, env):
                                            with_must_promote=True)))
 
 
+def test_observe_other_player(sample, env):
+    _, states = sample
+    flat = jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[2:]), states)
+    i = int(np.flatnonzero(np.asarray(flat.color) == 0)[5])
+    s = jax.tree_util.tree_map(lambda x: x[i], flat)
+    white_view = P.tensor_representation(s, use_perspective=True, with_must_lift=True,
+                                         with_must_promote=True)
+    np.testing.assert_array_equal(np.asarray(env.observe(s, 0)), np.asarray(white_view))
+    black_view = np.asarray(env.observe(s, 1))
+    swap = np.r_[6:12, 0:6, 18:24, 12:18, 24, 27, 28, 25, 26, 29, 30, 31]
+    np.testing.assert_array_equal(black_view, np.asarray(white_view)[::-1, :, swap])
+
+
 def test_perspective_flip(sample):
     """With perspective, Black's view is White's view with ranks mirrored and sides swapped."""
     _, states = sample

@@ -83,10 +83,13 @@ def index_one(p, use_perspective, with_must_lift, with_must_promote):
     return jnp.concatenate(parts).astype(jnp.uint32)
 
 
-def tensor_one(p, use_perspective, with_must_lift, with_must_promote):
-    """float32[8, 8, L] built directly from the position (not through the index vector)."""
+def tensor_one(p, use_perspective, with_must_lift, with_must_promote, viewer=None):
+    """float32[8, 8, L] built directly from the position (not through the index vector).
+
+    `viewer` (default: the player to act) is the bottom player when use_perspective is set.
+    """
     color = p["color"]
-    view = _viewpoint(color, use_perspective)
+    view = _viewpoint(color if viewer is None else viewer, use_perspective)
     sq = jnp.arange(64)
     src = R.flip(sq, view)  # the absolute square shown at each viewpoint square
     board = p["board"].astype(jnp.int32)[:, src]  # [2 abs colour, 64 view square]
