@@ -53,15 +53,17 @@ def test_stochastic_search_takes_the_winning_micro_move():
 
 def test_search_returns_legal_actions_on_random_positions():
     key = jax.random.PRNGKey(3)
-    states = jax.vmap(ENV.init)(jax.random.split(key, 6))
     step = jax.jit(jax.vmap(ENV.step))
-    for i in range(25):
-        k1, k2 = jax.random.split(jax.random.PRNGKey(100 + i))
-        states = step(states, random_actions(states, k1), jax.random.split(k2, 6))
-    out = _search(_zero_variables(states.observation[0]), states, jax.random.PRNGKey(5))
-    mask = np.asarray(states.legal_action_mask)
-    assert np.all(mask[np.arange(6), np.asarray(out.action)])
-    assert np.all(np.asarray(out.action_weights)[~mask] == 0)
+    for trial in range(3):  # batch 2, the shape of the test above: one compiled search
+        states = jax.vmap(ENV.init)(jax.random.split(jax.random.fold_in(key, trial), 2))
+        for i in range(10 + 15 * trial):
+            k1, k2 = jax.random.split(jax.random.PRNGKey(100 * trial + i))
+            states = step(states, random_actions(states, k1), jax.random.split(k2, 2))
+        out = _search(_zero_variables(states.observation[0]), states, jax.random.PRNGKey(5))
+        mask = np.asarray(states.legal_action_mask)
+        live = ~np.asarray(states.terminated)
+        assert np.all(mask[np.arange(2), np.asarray(out.action)][live])
+        assert np.all(np.asarray(out.action_weights)[~mask] == 0)
 
 
 @pytest.fixture(scope="module")

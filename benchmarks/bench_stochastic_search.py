@@ -1,0 +1,71 @@
+"""Where the time of backgammon's stochastic search goes.
+
+    python benchmarks/bench_stochastic_search.py
+
+mctx's `stochastic_muzero_policy` calls the decision function (env `step_deterministic` + a
+network call) AND the chance function (env `step_chance` + a network call) on the whole batch at
+every simulation, keeping one of the two per node. This measures one search against the cost of
+`num_simulations` calls of each function alone, to see whether the doubled work matters.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import jax
+import jax.numpy as jnp
+
+import envs
+from turbozero.networks import MLPNet
+from turbozero.search import NetworkEvaluator, SearchConfig, random_actions, search
+from turbozero.search.mctx_policies import make_stochastic_fns
+
+
+def _median_time(fn, repeats=5):
+    jax.block_until_ready(fn())
+    ts = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn())
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts)
+
+
+def main(batch: int = 32, sims: int = 16) -> None:
+    env = envs.make("backgammon")
+    net = MLPNet(num_actions=env.num_actions, value_head_out_size=4, hidden_sizes=(64, 64))
+    states = jax.vmap(env.init)(jax.random.split(jax.random.PRNGKey(0), batch))
+    step = jax.jit(jax.vmap(env.step))
+    for i in range(20):  # move away from the opening
+        k1, k2 = jax.random.split(jax.random.PRNGKey(i))
+        states = step(states, random_actions(states, k1), jax.random.split(k2, batch))
+    variables = net.init(jax.random.PRNGKey(1), states.observation)
+    ev = NetworkEvaluator(net.apply, 4)
+    cfg = SearchConfig(num_simulations=sims)
+    search_fn = jax.jit(lambda v, s, k: search(env, ev, v, s, k, cfg).action)
+    decision_fn, chance_fn = make_stochastic_fns(env, ev)
+    actions = random_actions(states, jax.random.PRNGKey(2))
+
+    def repeat(fn):
+        def body(_, acc):
+            return acc + fn()
+        return jax.jit(lambda: jax.lax.fori_loop(0, sims, body, jnp.zeros(())))
+
+    dec = repeat(lambda: decision_fn(variables, None, actions, states)[0].afterstate_value.sum())
+    after = decision_fn(variables, None, actions, states)[1]
+    outcomes = jnp.zeros((batch,), jnp.int32)
+    cha = repeat(lambda: chance_fn(variables, None, outcomes, after)[0].value.sum())
+    net_only = repeat(lambda: ev(variables, states.observation)[1].sum())
+    t_search = _median_time(lambda: search_fn(variables, states, jax.random.PRNGKey(3)))
+    t_dec, t_cha, t_net = (_median_time(f) for f in (dec, cha, net_only))
+    print(f"backgammon stochastic search, batch {batch}, {sims} simulations, {jax.devices()[0].platform}")
+    print("| part | ms per search | share of search |")
+    print("| --- | --- | --- |")
+    for name, t in (("whole search", t_search), ("decision fn x sims", t_dec),
+                    ("chance fn x sims", t_cha), ("network alone x sims", t_net)):
+        print(f"| {name} | {t * 1e3:.1f} | {t / t_search:.0%} |")
+
+
+if __name__ == "__main__":
+    main()
