@@ -48,15 +48,18 @@ def main(batch: int = 32, sims: int = 16) -> None:
     actions = random_actions(states, jax.random.PRNGKey(2))
 
     def repeat(fn):
-        def body(_, acc):
-            return acc + fn()
+        # inputs depend on the loop index, so that XLA cannot hoist the work out of the loop
+        def body(i, acc):
+            return acc + fn(i, acc)
         return jax.jit(lambda: jax.lax.fori_loop(0, sims, body, jnp.zeros(())))
 
-    dec = repeat(lambda: decision_fn(variables, None, actions, states)[0].afterstate_value.sum())
+    n_act = env.num_actions
+    dec = repeat(lambda i, acc: decision_fn(variables, None, (actions + i) % n_act, states)[0]
+                 .afterstate_value.sum())
     after = decision_fn(variables, None, actions, states)[1]
-    outcomes = jnp.zeros((batch,), jnp.int32)
-    cha = repeat(lambda: chance_fn(variables, None, outcomes, after)[0].value.sum())
-    net_only = repeat(lambda: ev(variables, states.observation)[1].sum())
+    cha = repeat(lambda i, acc: chance_fn(variables, None, jnp.full((batch,), i % 21, jnp.int32),
+                                          after)[0].value.sum())
+    net_only = repeat(lambda i, acc: ev(variables, states.observation + acc * 0.0)[1].sum())
     t_search = _median_time(lambda: search_fn(variables, states, jax.random.PRNGKey(3)))
     t_dec, t_cha, t_net = (_median_time(f) for f in (dec, cha, net_only))
     print(f"backgammon stochastic search, batch {batch}, {sims} simulations, {jax.devices()[0].platform}")
