@@ -1,5 +1,14 @@
-"""Searches behind one interface: mctx policies over the true dynamics of any turn-based env."""
+"""Searches behind one interface: mctx policies over the true dynamics of any turn-based env,
+and Monte-Carlo graph search (`mcgs`) for simultaneous two-player games."""
 
+from turbozero.search.mcgs import (
+    MCGSConfig,
+    MCGSOutput,
+    make_mcgs_fn,
+    mcgs_search,
+    network_eval_fn,
+    uniform_eval_fn,
+)
 from turbozero.search.mctx_policies import (
     NetworkEvaluator,
     SearchConfig,
@@ -10,6 +19,7 @@ from turbozero.search.mctx_policies import (
 )
 
 __all__ = [
-    "NetworkEvaluator", "SearchConfig", "SearchOutput", "greedy_actions", "random_actions",
-    "search",
+    "MCGSConfig", "MCGSOutput", "NetworkEvaluator", "SearchConfig", "SearchOutput",
+    "greedy_actions", "make_mcgs_fn", "mcgs_search", "network_eval_fn", "random_actions",
+    "search", "uniform_eval_fn",
 ]
