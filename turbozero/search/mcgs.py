@@ -48,7 +48,7 @@ class MCGSConfig:
         creates at most one node). Must be >= 2.
     c_puct: exploration constant of the spec's PUCT score.
     fpu_offset: unvisited actions get the parent's Q minus this (selection only).
-    temperature: acting temperature on the root's marginal visits (0 = argmax).
+    temperature: acting temperature on the root's marginal visits (0 = argmax, random ties).
     transpositions: False turns the graph into a plain tree (every expansion a new node); used
         to measure what transpositions save.
     short_circuit: the spec's open question 3: when an edge's child already has
@@ -321,7 +321,11 @@ def _root_output(g: Graph, cfg: MCGSConfig, key: jax.Array):
     q, _ = _marginal_q(g, jnp.int32(0), cfg)
     action_q = jnp.take_along_axis(q, g.a2i[0], axis=1)
     if cfg.temperature == 0:
-        o = jnp.argmax(jnp.where(valid, pi_out, -1.0), axis=1)
+        # the most visited outcome; ties broken at random (always taking the lowest index
+        # walks a rat into the same wall whenever the search sees nothing to prefer)
+        masked = jnp.where(valid, pi_out, -1.0)
+        best = masked >= jnp.max(masked, axis=1, keepdims=True)
+        o = jax.random.categorical(key, jnp.where(best, 0.0, -jnp.inf), axis=1)
     else:
         logits = jnp.where(valid & (pi_out > 0), jnp.log(jnp.maximum(pi_out, 1e-30))
                            / cfg.temperature, -jnp.inf)
