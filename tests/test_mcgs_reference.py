@@ -121,6 +121,16 @@ def det_eval_jax(params, states):
     return l1, l2, ((h * 97) % 10007) / 10007.0, ((h * 61) % 10009) / 10009.0
 
 
+def reduce_prior(p, action_to_idx, n):
+    """Mean action probability per outcome, renormalised (docs/mcgs.md)."""
+    means = []
+    for k in range(n):
+        members = [p[a] for a in range(5) if action_to_idx[a] == k]
+        means.append(sum(members) / len(members))
+    total = sum(means)
+    return [m / total for m in means]
+
+
 def softmax(z):
     m = max(z)
     e = [math.exp(v - m) for v in z]
@@ -207,10 +217,8 @@ class ReferenceMCGS:
     def evaluate_node(self, node, game):
         l1, l2, v1, v2 = det_eval_python(game, self.width)
         p1, p2 = softmax(l1), softmax(l2)
-        node.prior_p1 = [sum(p1[a] for a in range(5) if node.p1_action_to_idx[a] == k)
-                         for k in range(node.n1)]
-        node.prior_p2 = [sum(p2[a] for a in range(5) if node.p2_action_to_idx[a] == k)
-                         for k in range(node.n2)]
+        node.prior_p1 = reduce_prior(p1, node.p1_action_to_idx, node.n1)
+        node.prior_p2 = reduce_prior(p2, node.p2_action_to_idx, node.n2)
         node.U_p1, node.U_p2 = v1, v2
         node.Q_p1, node.Q_p2 = v1, v2
         node.is_evaluated = True

@@ -276,10 +276,17 @@ def _descend(env: Env, root: State, g: Graph, cfg: MCGSConfig):
 
 
 def _reduce_prior(logits: jax.Array, a2i: jax.Array, n: jax.Array) -> jax.Array:
-    """Softmax over the 5 actions, summed within each outcome: float32[A] over outcomes."""
+    """Softmax over the 5 actions, averaged within each outcome and renormalised: float32[A].
+
+    Averaging (not summing) keeps actions that alias one outcome (moves into walls are all
+    STAY) from piling their mass onto it: a uniform policy gives uniform outcomes, the spec's
+    prior without a network. Summing made an untrained rat in a corner stay put 80% of the time
+    and self-play collapse onto STAY.
+    """
     p = jax.nn.softmax(logits.astype(jnp.float32))
     onehot = (a2i[:, None] == jnp.arange(A)[None, :]) & (jnp.arange(A)[None, :] < n)
-    return (p[:, None] * onehot).sum(0)
+    mean = (p[:, None] * onehot).sum(0) / jnp.maximum(onehot.sum(0), 1)
+    return mean / jnp.maximum(mean.sum(), 1e-30)
 
 
 def _evaluate_and_backup(g: Graph, path, depth, leaf, out) -> Graph:
