@@ -35,9 +35,12 @@ from envs._src.pyrat.maze import DOWN, DX, DY, LEFT, RIGHT, STAY, UP, Maze, load
 from envs.core import Array, Env, PRNGKey, State
 
 __all__ = ["PyRat", "PyRatState", "Maze", "load_maze", "UP", "RIGHT", "DOWN", "LEFT", "STAY",
-           "NUM_PLANES"]
+           "NUM_PLANES", "PLAYER_PLANES"]
 
-NUM_PLANES = 16
+NUM_PLANES = 17
+# the one-hot planes that locate player 1 ("me") and player 2 in an observation; a network can
+# read its per-player heads at these cells (turbozero.networks.TwoPlayerNet(gather_planes=...))
+PLAYER_PLANES = (9, 10)
 
 
 @struct.dataclass
@@ -72,6 +75,7 @@ class PyRat(Env):
     num_players = 2
     num_actions = 5
     is_simultaneous = True
+    player_planes = PLAYER_PLANES
 
     def __init__(self, width: Optional[int] = None, height: Optional[int] = None,
                  cheese_count: Optional[int] = None, max_turns: int = 300,
@@ -182,7 +186,12 @@ class PyRat(Env):
         LEFT<->RIGHT)."""
         h, w = self.height, self.width
 
-        def planes(maze, cheese, pos, mud, scores):
+        # nearness to cheese, 1 / (1 + mud-weighted turns to the nearest cheese): the feature a
+        # small network cannot compute itself in a few layers, and the one the greedy baseline
+        # follows
+        near = 1.0 / (1.0 + self.distance_to_cheese(state).astype(jnp.float32))
+
+        def planes(maze, cheese, pos, mud, scores, near):
             me = jnp.zeros((h, w), jnp.float32).at[pos[0, 1], pos[0, 0]].set(1.0)
             op = jnp.zeros((h, w), jnp.float32).at[pos[1, 1], pos[1, 0]].set(1.0)
             full = jnp.ones((h, w), jnp.float32)
@@ -193,14 +202,14 @@ class PyRat(Env):
                 cheese.astype(jnp.float32)[..., None],
                 jnp.stack([me, op, me * mud[0], op * mud[1], full * scores[0] / ic,
                            full * scores[1] / ic,
-                           full * state.step_count / self.max_turns], axis=-1),
+                           full * state.step_count / self.max_turns, near], axis=-1),
             ], axis=-1)
 
-        p1 = planes(state.maze, state.cheese, state.positions, state.mud_turns, state.scores)
+        p1 = planes(state.maze, state.cheese, state.positions, state.mud_turns, state.scores, near)
         rot_maze = state.maze[::-1, ::-1][..., jnp.array([2, 3, 0, 1])]
         rot_pos = jnp.stack([w - 1 - state.positions[:, 0], h - 1 - state.positions[:, 1]], 1)
         p2 = planes(rot_maze, state.cheese[::-1, ::-1], rot_pos[::-1], state.mud_turns[::-1],
-                    state.scores[::-1])
+                    state.scores[::-1], near[::-1, ::-1])
         return jnp.where(player_id == 1, p2, p1)
 
     # ------------------------------------------------------------- search support

@@ -14,7 +14,7 @@ import pytest
 
 import envs
 from envs._src.pyrat.maze import load_maze, reachable
-from envs.pyrat import DOWN, LEFT, RIGHT, STAY, UP, PyRat
+from envs.pyrat import DOWN, LEFT, NUM_PLANES, PLAYER_PLANES, RIGHT, STAY, UP, PyRat
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_mcgs_reference import MAZE_MUD, Game, game_from_maze  # noqa: E402
@@ -193,15 +193,20 @@ def test_observation_and_render(generated):
     env, st = generated[(7, 7)]
     s = jax.tree_util.tree_map(lambda x: x[0], st)
     o0 = np.asarray(env.observe(s, 0))
-    assert o0.shape == (7, 7, 16) and o0.dtype == np.float32
+    assert o0.shape == (7, 7, NUM_PLANES) and o0.dtype == np.float32
     assert o0[0, 0, 9] == 1 and o0[6, 6, 10] == 1  # me / opponent planes
+    assert PLAYER_PLANES == (9, 10)
+    # nearness plane: 1 on cheese, 1 / (1 + mud-weighted turns) elsewhere
+    dist = np.asarray(env.distance_to_cheese(s))
+    np.testing.assert_allclose(o0[..., 16], 1.0 / (1.0 + dist), rtol=1e-6)
+    assert (o0[..., 16][np.asarray(s.cheese)] == 1).all()
     # a symmetric start looks the same to both players (each sees itself bottom-left)
     np.testing.assert_allclose(np.asarray(env.observe(s, 1)), o0)
     s1 = env.step(s, jnp.array([STAY, STAY]))
     np.testing.assert_allclose(np.asarray(env.observe(s1, 1)), np.asarray(env.observe(s1, 0)))
     text = env.render(s)
     assert text.count("\n") == 2 * 7 + 1 and "1" in text and "2" in text and "c" in text
-    assert env.observation_shape == (7, 7, 16)
+    assert env.observation_shape == (7, 7, NUM_PLANES) and NUM_PLANES == 17
 
 
 def test_maze_file_round_trip(tmp_path, generated):

@@ -54,8 +54,12 @@ def build_network(spec: GameSpec, env: Env, network_config: dict[str, Any]) -> n
             raise ValueError(f"unknown ResNet network options: {sorted(set(cfg) - allowed)}")
         return ResNet(env.num_actions, spec.value_head_out_size, **cfg)
     if spec.trunk == "two_player":
-        allowed = {"num_filters", "num_layers", "hidden"}
+        allowed = {"num_filters", "num_layers", "hidden", "gather_planes"}
         if set(cfg) - allowed:
             raise ValueError(f"unknown two-player network options: {sorted(set(cfg) - allowed)}")
+        # the env may say which planes locate the players (envs.pyrat.PLAYER_PLANES)
+        cfg.setdefault("gather_planes", getattr(env, "player_planes", None))
+        if cfg["gather_planes"] is not None:
+            cfg["gather_planes"] = tuple(int(p) for p in cfg["gather_planes"])
         return TwoPlayerNet(num_actions=env.num_actions, **cfg)
     raise ValueError(f"unknown trunk {spec.trunk!r}")
