@@ -14,7 +14,7 @@ def test_pyrat_trains_through_the_shared_loop_with_mcgs():
         batch_size=32, replay_capacity=40, eval_every=2, eval_games=8, max_eval_steps=20,
         eval_opponents=("greedy",),
         env_config=(("width", 5), ("height", 5), ("cheese_count", 5), ("max_turns", 20)),
-        search=MCGSConfig(num_simulations=8), eval_search=MCGSConfig(num_simulations=8, temperature=0.0),
+        search=MCGSConfig(num_simulations=8),
     )
     records = []
     Trainer(cfg).run(progress=False, callback=records.append)

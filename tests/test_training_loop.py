@@ -90,6 +90,18 @@ def test_config_validation():
         _config(eval_opponents=("stockfish",))
 
 
+def test_presets_derive_a_deterministic_evaluation_search():
+    from turbozero.search.mcgs import MCGSConfig
+    from turbozero.search.mctx_policies import SearchConfig
+
+    cfg = get_preset(GAME, "tiny", search=SearchConfig(num_simulations=5))
+    assert cfg.eval_search == SearchConfig(num_simulations=5, dirichlet_fraction=0.0, temperature=0.0)
+    cfg = get_preset("pyrat", "tiny", search=MCGSConfig(num_simulations=6, c_puct=0.5))
+    assert cfg.eval_search == MCGSConfig(num_simulations=6, c_puct=0.5, temperature=0.0)
+    given = MCGSConfig(num_simulations=7, temperature=0.0)
+    assert get_preset("pyrat", "tiny", eval_search=given).eval_search == given
+
+
 SHARDED_SCRIPT = r"""
 import os, sys, json
 import jax, numpy as np

@@ -16,21 +16,18 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             num_envs=32, collect_steps=32, train_steps=16, batch_size=128, replay_capacity=256,
             num_iterations=24, eval_every=24, eval_games=32, learning_rate=3e-3,
             network={"hidden_sizes": (64, 64)}, search=SearchConfig(num_simulations=8),
-            eval_search=SearchConfig(num_simulations=8, dirichlet_fraction=0.0, temperature=0.0),
             max_eval_steps=1200, eval_opponents=("random", "greedy"),
         ),
         "small": dict(
             num_envs=256, collect_steps=64, train_steps=64, batch_size=512, replay_capacity=1024,
             num_iterations=500, eval_every=25, eval_games=256, learning_rate=1e-3,
             network={"hidden_sizes": (256, 256, 256)}, search=SearchConfig(num_simulations=64),
-            eval_search=SearchConfig(num_simulations=64, dirichlet_fraction=0.0, temperature=0.0),
             max_eval_steps=2000, eval_opponents=("random", "greedy"),
         ),
         "large": dict(
             num_envs=1024, collect_steps=64, train_steps=128, batch_size=2048, replay_capacity=2048,
             num_iterations=5000, eval_every=100, eval_games=1024, learning_rate=1e-3,
             network={"hidden_sizes": (512, 512, 512, 512)}, search=SearchConfig(num_simulations=200),
-            eval_search=SearchConfig(num_simulations=200, dirichlet_fraction=0.0, temperature=0.0),
             max_eval_steps=2000, eval_opponents=("random", "greedy"),
         ),
     },
@@ -39,7 +36,6 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             num_envs=16, collect_steps=9, train_steps=8, batch_size=64, replay_capacity=36,
             num_iterations=20, eval_every=10, eval_games=16, learning_rate=3e-3,
             network={"hidden_sizes": (32, 32)}, search=SearchConfig(num_simulations=16),
-            eval_search=SearchConfig(num_simulations=16, dirichlet_fraction=0.0, temperature=0.0),
             max_eval_steps=9, eval_opponents=("random",),
         ),
     },
@@ -49,7 +45,6 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             num_iterations=10, eval_every=5, eval_games=16, learning_rate=1e-3,
             network={"num_filters": 16, "num_blocks": 1, "value_hidden": 32},
             search=SearchConfig(num_simulations=8),
-            eval_search=SearchConfig(num_simulations=8, dirichlet_fraction=0.0, temperature=0.0),
             max_eval_steps=200, eval_opponents=("random",),
         ),
         "large": dict(
@@ -57,7 +52,6 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             num_iterations=10000, eval_every=100, eval_games=256, learning_rate=1e-3,
             network={"num_filters": 192, "num_blocks": 15, "value_hidden": 256},
             search=SearchConfig(num_simulations=800),
-            eval_search=SearchConfig(num_simulations=800, dirichlet_fraction=0.0, temperature=0.0),
             max_eval_steps=512, eval_opponents=("random", "greedy"),
         ),
     },
@@ -67,14 +61,14 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             num_envs=32, collect_steps=30, train_steps=16, batch_size=128, replay_capacity=120,
             num_iterations=20, eval_every=10, eval_games=32, learning_rate=3e-3,
             network={"num_filters": 16, "num_layers": 2, "hidden": 64},
-            search=MCGSConfig(num_simulations=32), eval_search=MCGSConfig(num_simulations=32, temperature=0.0),
+            search=MCGSConfig(num_simulations=32),
             max_eval_steps=60, eval_opponents=("random", "greedy"),
         ),
         "large": dict(
             num_envs=512, collect_steps=100, train_steps=128, batch_size=1024, replay_capacity=600,
             num_iterations=2000, eval_every=50, eval_games=256, learning_rate=1e-3,
             network={"num_filters": 64, "num_layers": 6, "hidden": 256},
-            search=MCGSConfig(num_simulations=256), eval_search=MCGSConfig(num_simulations=256, temperature=0.0),
+            search=MCGSConfig(num_simulations=256),
             max_eval_steps=300, eval_opponents=("random", "greedy"),
         ),
     },
@@ -84,7 +78,6 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             num_iterations=10, eval_every=5, eval_games=16, learning_rate=1e-3,
             network={"num_filters": 16, "num_blocks": 1, "value_hidden": 32},
             search=SearchConfig(num_simulations=8),
-            eval_search=SearchConfig(num_simulations=8, dirichlet_fraction=0.0, temperature=0.0),
             max_eval_steps=300, eval_opponents=("random",),
         ),
     },
@@ -108,4 +101,16 @@ def get_preset(game: str, preset: str, **overrides: Any) -> TrainConfig:
     if unknown:
         raise ValueError(f"unknown config fields: {sorted(unknown)}")
     cfg.update(overrides)
+    if "eval_search" not in cfg:
+        cfg["eval_search"] = evaluation_search(cfg["search"])
     return TrainConfig(**cfg)
+
+
+def evaluation_search(search: Any) -> Any:
+    """The self-play search config made deterministic for evaluation: temperature 0 and, for
+    mctx searches, no Dirichlet noise at the root."""
+    if isinstance(search, SearchConfig):
+        return dataclasses.replace(search, dirichlet_fraction=0.0, temperature=0.0)
+    if isinstance(search, MCGSConfig):
+        return dataclasses.replace(search, temperature=0.0)
+    raise ValueError(f"search must be a SearchConfig or an MCGSConfig, got {type(search).__name__}")

@@ -102,6 +102,13 @@ def _value_loss_and_metrics(
     raise ValueError(f"value_head_out_size must be 1, 3 or 4, got {value_head_out_size}")
 
 
+def _total_loss(params, policy_loss, value_loss, l2_reg_lambda, metrics, updates):
+    """policy + value + L2, with the metrics every loss reports."""
+    l2_reg = l2_reg_lambda * l2_penalty(params)
+    metrics = {"policy_loss": policy_loss, "value_loss": value_loss, "l2_reg": l2_reg, **metrics}
+    return policy_loss + value_loss + l2_reg, (metrics, updates)
+
+
 def az_loss_fn(
     params: chex.ArrayTree,
     train_state: TrainState,
@@ -128,10 +135,7 @@ def az_loss_fn(
     batch = jnp.arange(experience.reward.shape[0])
     target_reward = experience.reward[batch, experience.cur_player_id]
     value_loss, metrics = _value_loss_and_metrics(value_out, target_reward, value_head_out_size)
-    l2_reg = l2_reg_lambda * l2_penalty(params)
-    loss = policy_loss + value_loss + l2_reg
-    metrics = {"policy_loss": policy_loss, "value_loss": value_loss, "l2_reg": l2_reg, **metrics}
-    return loss, (metrics, updates)
+    return _total_loss(params, policy_loss, value_loss, l2_reg_lambda, metrics, updates)
 
 
 def az_loss_fn_4way(
@@ -164,10 +168,7 @@ def simultaneous_loss_fn(
         experience.policy_mask.reshape(b * p, a),
     )
     value_loss = jnp.mean(jnp.sum((values - experience.reward) ** 2, axis=-1))
-    l2_reg = l2_reg_lambda * l2_penalty(params)
-    loss = policy_loss + value_loss + l2_reg
-    metrics = {"policy_loss": policy_loss, "value_loss": value_loss, "l2_reg": l2_reg}
-    return loss, (metrics, {})
+    return _total_loss(params, policy_loss, value_loss, l2_reg_lambda, {}, {})
 
 
 LossFn = Callable[..., tuple[jax.Array, tuple[dict, dict]]]
