@@ -35,12 +35,16 @@ from envs._src.pyrat.maze import DOWN, DX, DY, LEFT, RIGHT, STAY, UP, Maze, load
 from envs.core import Array, Env, PRNGKey, State
 
 __all__ = ["PyRat", "PyRatState", "Maze", "load_maze", "UP", "RIGHT", "DOWN", "LEFT", "STAY",
-           "NUM_PLANES", "PLAYER_PLANES"]
+           "NUM_PLANES", "PLAYER_PLANES", "VIEW_CHANNELS", "ACTION_SWAP"]
 
 NUM_PLANES = 17
 # the one-hot planes that locate player 1 ("me") and player 2 in an observation; a network can
 # read its per-player heads at these cells (turbozero.networks.TwoPlayerNet(gather_planes=...))
 PLAYER_PLANES = (9, 10)
+# player 2's view is player 1's rotated by 180 degrees with these channels swapped (directions
+# UP<->DOWN and RIGHT<->LEFT, "me"<->opponent), and its actions map back by ACTION_SWAP
+VIEW_CHANNELS = (2, 3, 0, 1, 6, 7, 4, 5, 8, 10, 9, 12, 11, 14, 13, 15, 16)
+ACTION_SWAP = (2, 3, 0, 1, 4)
 
 
 @struct.dataclass
@@ -76,6 +80,7 @@ class PyRat(Env):
     num_actions = 5
     is_simultaneous = True
     player_planes = PLAYER_PLANES
+    opponent_view = (VIEW_CHANNELS, ACTION_SWAP)  # see TwoPlayerNet(opponent_view=...)
 
     def __init__(self, width: Optional[int] = None, height: Optional[int] = None,
                  cheese_count: Optional[int] = None, max_turns: int = 300,

@@ -85,6 +85,31 @@ def test_four_way_head_learns_synthetic_outcome_rates():
     np.testing.assert_allclose(pred, truth, atol=0.05)
 
 
+def test_two_player_net_is_one_player_net_seen_from_both_sides():
+    """With opponent_view, the board as player 2 sees it gives player 2's outputs as player 1's
+    (actions mapped back) and vice versa: both players share one set of weights."""
+    import envs
+    from envs.pyrat import ACTION_SWAP
+    from turbozero.games import build_network, game_spec
+
+    env = envs.make("pyrat", width=7, height=5, cheese_count=5, max_turns=60)
+    s = env.init(jax.random.PRNGKey(3))
+    for a in ([1, 4], [0, 4], [1, 4], [0, 4]):  # player 1 walks, player 2 stays
+        s = env.step(s, jnp.array(a))
+    views = jnp.stack([env.observe(s, 0), env.observe(s, 1)])
+    assert not np.array_equal(views[0], views[1])
+    net = build_network(game_spec("pyrat"), env, {"num_filters": 8, "num_layers": 2, "hidden": 16})
+    params = net.init(jax.random.PRNGKey(0), views[:1])
+    assert "policy_1" not in params["params"] and "value_1" not in params["params"]
+    params = jax.tree_util.tree_map(lambda p: p + 0.1, params)  # no dead units
+    logits, values = (np.asarray(x) for x in net.apply(params, views))
+    swap = list(ACTION_SWAP)
+    np.testing.assert_allclose(logits[1, 0], logits[0, 1][swap], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(logits[1, 1], logits[0, 0][swap], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(values[1], values[0][::-1], rtol=1e-5, atol=1e-6)
+    assert not np.allclose(values[0, 0], values[0, 1])  # the players' positions differ
+
+
 def test_two_player_net_learns_greedy_pyrat_policy_on_unseen_mazes():
     """With its heads read at each rat's cell (gather_planes) the PyRat network learns the
     greedy baseline's moves from random positions and gets them right on mazes it never saw."""

@@ -14,7 +14,8 @@ import pytest
 
 import envs
 from envs._src.pyrat.maze import load_maze, reachable
-from envs.pyrat import DOWN, LEFT, NUM_PLANES, PLAYER_PLANES, RIGHT, STAY, UP, PyRat
+from envs.pyrat import (ACTION_SWAP, DOWN, LEFT, NUM_PLANES, PLAYER_PLANES, RIGHT, STAY, UP,
+                        VIEW_CHANNELS, PyRat)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_mcgs_reference import MAZE_MUD, Game, game_from_maze  # noqa: E402
@@ -204,6 +205,13 @@ def test_observation_and_render(generated):
     np.testing.assert_allclose(np.asarray(env.observe(s, 1)), o0)
     s1 = env.step(s, jnp.array([STAY, STAY]))
     np.testing.assert_allclose(np.asarray(env.observe(s1, 1)), np.asarray(env.observe(s1, 0)))
+    # off the symmetric start, player 2's view is player 1's turned round with channels swapped
+    s2 = env.step(env.step(s, jnp.array([UP, LEFT])), jnp.array([RIGHT, DOWN]))
+    o2 = np.asarray(env.observe(s2, 0))
+    assert not np.array_equal(np.asarray(env.observe(s2, 1)), o2)
+    np.testing.assert_array_equal(np.asarray(env.observe(s2, 1)),
+                                  o2[::-1, ::-1][..., list(VIEW_CHANNELS)])
+    assert env.opponent_view == (VIEW_CHANNELS, ACTION_SWAP)
     text = env.render(s)
     assert text.count("\n") == 2 * 7 + 1 and "1" in text and "2" in text and "c" in text
     assert env.observation_shape == (7, 7, NUM_PLANES) and NUM_PLANES == 17

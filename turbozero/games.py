@@ -54,12 +54,16 @@ def build_network(spec: GameSpec, env: Env, network_config: dict[str, Any]) -> n
             raise ValueError(f"unknown ResNet network options: {sorted(set(cfg) - allowed)}")
         return ResNet(env.num_actions, spec.value_head_out_size, **cfg)
     if spec.trunk == "two_player":
-        allowed = {"num_filters", "num_layers", "hidden", "gather_planes"}
+        allowed = {"num_filters", "num_layers", "hidden", "gather_planes", "opponent_view"}
         if set(cfg) - allowed:
             raise ValueError(f"unknown two-player network options: {sorted(set(cfg) - allowed)}")
         # the env may say which planes locate the players (envs.pyrat.PLAYER_PLANES)
         cfg.setdefault("gather_planes", getattr(env, "player_planes", None))
         if cfg["gather_planes"] is not None:
             cfg["gather_planes"] = tuple(int(p) for p in cfg["gather_planes"])
+        # ... and how player 2's view relates to player 1's (one set of weights for both)
+        cfg.setdefault("opponent_view", getattr(env, "opponent_view", None))
+        if cfg["opponent_view"] is not None:
+            cfg["opponent_view"] = tuple(tuple(int(i) for i in p) for p in cfg["opponent_view"])
         return TwoPlayerNet(num_actions=env.num_actions, **cfg)
     raise ValueError(f"unknown trunk {spec.trunk!r}")
