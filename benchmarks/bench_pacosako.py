@@ -1,9 +1,11 @@
 """Paco Ŝako random-play throughput: atomic actions (lift/place/promote) per second.
 
-    python benchmarks/bench_pacosako.py [--batches 1 64 1024] [--steps 64]
+    python benchmarks/bench_pacosako.py [--batches 1 64 1024] [--steps 64] [--compare-gate]
 
 Each batch size runs `steps` random legal actions per game inside one jitted lax.scan (games
-that end are restarted), after a warm-up call that compiles. Prints a table.
+that end are restarted), after a warm-up call that compiles. Prints a table. With
+--compare-gate each batch size runs twice in the same process: with the castling threat search
+ungated (rules.GATE_THREATS = False, the search's loops run for every game) and gated.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
 import envs  # noqa: E402
+from envs._src.pacosako import rules as R  # noqa: E402
 
 
 def make_runner(env, batch: int, steps: int):
@@ -47,30 +50,40 @@ def make_runner(env, batch: int, steps: int):
     return jax.jit(run)
 
 
+def measure(run, repeats: int) -> tuple[float, float, int]:
+    """(compile seconds, best of `repeats` timed calls, games ended in them)."""
+    t0 = time.perf_counter()
+    jax.block_until_ready(run(jax.random.PRNGKey(0)))
+    compile_s = time.perf_counter() - t0
+    best = float("inf")
+    ended = 0
+    for r in range(repeats):
+        t0 = time.perf_counter()
+        _, e = jax.block_until_ready(run(jax.random.PRNGKey(r + 1)))
+        best = min(best, time.perf_counter() - t0)
+        ended += int(e)
+    return compile_s, best, ended
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--batches", type=int, nargs="+", default=[1, 64, 1024])
     ap.add_argument("--steps", type=int, default=64)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--compare-gate", action="store_true")
     args = ap.parse_args()
     env = envs.make("pacosako")
     print(f"device: {jax.devices()[0].device_kind}, jax {jax.__version__}")
-    print(f"{'batch':>6} {'steps':>6} {'compile s':>10} {'best s':>8} {'actions/s':>12} {'games ended':>12}")
+    gates = [False, True] if args.compare_gate else [R.GATE_THREATS]
+    print(f"{'batch':>6} {'gate':>5} {'steps':>6} {'compile s':>10} {'best s':>8} {'actions/s':>12} "
+          f"{'games ended':>12}")
     for b in args.batches:
-        run = make_runner(env, b, args.steps)
-        t0 = time.perf_counter()
-        jax.block_until_ready(run(jax.random.PRNGKey(0)))
-        compile_s = time.perf_counter() - t0
-        best = float("inf")
-        ended = 0
-        for r in range(args.repeats):
-            t0 = time.perf_counter()
-            _, e = jax.block_until_ready(run(jax.random.PRNGKey(r + 1)))
-            best = min(best, time.perf_counter() - t0)
-            ended += int(e)
-        rate = b * args.steps / best
-        print(f"{b:>6} {args.steps:>6} {compile_s:>10.1f} {best:>8.3f} {rate:>12.0f} {ended:>12}")
-
+        for gate in gates:
+            R.GATE_THREATS = gate  # read when `run` is traced (its first call)
+            compile_s, best, ended = measure(make_runner(env, b, args.steps), args.repeats)
+            rate = b * args.steps / best
+            print(f"{b:>6} {str(gate):>5} {args.steps:>6} {compile_s:>10.1f} {best:>8.3f} "
+                  f"{rate:>12.0f} {ended:>12}", flush=True)
 
 if __name__ == "__main__":
     main()

@@ -104,15 +104,21 @@ def _settle(p: dict, step_count, max_steps, observation=None) -> PacoSakoState:
 
 
 def _fields_from_numpy(f: dict) -> dict:
-    return dict(board=jnp.asarray(f["board"], jnp.int8), color=jnp.int32(f["color"]),
-                required=jnp.int32(f["required"]), hand_piece=jnp.int32(f["hand_piece"]),
-                hand_partner=jnp.int32(f["hand_partner"]), hand_pos=jnp.int32(f["hand_pos"]),
-                ep=jnp.int32(f["ep"]), promotion=jnp.int32(f["promotion"]),
+    """Position fields from parsed notation (one position, or stacked along a leading axis)."""
+    winner = jnp.asarray(f.get("winner", np.full(np.shape(f["color"]), -1)), jnp.int32)
+    batch = np.shape(f["color"])
+    return dict(board=jnp.asarray(f["board"], jnp.int8), color=jnp.asarray(f["color"], jnp.int32),
+                required=jnp.asarray(f["required"], jnp.int32),
+                hand_piece=jnp.asarray(f["hand_piece"], jnp.int32),
+                hand_partner=jnp.asarray(f["hand_partner"], jnp.int32),
+                hand_pos=jnp.asarray(f["hand_pos"], jnp.int32), ep=jnp.asarray(f["ep"], jnp.int32),
+                promotion=jnp.asarray(f["promotion"], jnp.int32),
                 castling=jnp.asarray(f["castling"], jnp.bool_),
-                no_progress=jnp.int32(f["no_progress"]),
-                rep_hist=jnp.zeros((R.REP_CAP, 2), jnp.uint32), rep_len=jnp.int32(0),
-                termination=jnp.int32(R.PACO if f.get("winner", -1) >= 0 else R.RUNNING),
-                winner=jnp.int32(f.get("winner", -1)))
+                no_progress=jnp.asarray(f["no_progress"], jnp.int32),
+                rep_hist=jnp.zeros(batch + (R.REP_CAP, 2), jnp.uint32),
+                rep_len=jnp.zeros(batch, jnp.int32),
+                termination=jnp.where(winner >= 0, R.PACO, R.RUNNING).astype(jnp.int32),
+                winner=winner)
 
 
 class PacoSako(Env):
@@ -161,6 +167,19 @@ class PacoSako(Env):
             self._build = jax.jit(lambda f: self._finalize(_settle(f, 0, self.max_steps)))
         return self._build(fields)
 
+    def from_notations(self, texts) -> PacoSakoState:
+        """A batch of states (leading axis = len(texts)) from a list of notations, one compile."""
+        parsed = [N.parse(t) for t in texts]
+        if not parsed:
+            raise ValueError("pacosako: from_notations needs at least one notation")
+        stacked = {k: np.stack([np.asarray(p.get(k, -1)) for p in parsed])
+                   for k in parsed[0] if k in _FIELDS}
+        fields = _fields_from_numpy(stacked)
+        if not hasattr(self, "_build_batch"):
+            self._build_batch = jax.jit(jax.vmap(
+                lambda f: self._finalize(_settle(f, 0, self.max_steps))))
+        return self._build_batch(fields)
+
 
 # ------------------------------------------------------------------------ public helpers
 _DEFAULT = PacoSako()
@@ -169,6 +188,11 @@ _DEFAULT = PacoSako()
 def from_notation(text: str, env: Optional[PacoSako] = None) -> PacoSakoState:
     """Parse the text notation (engine X-FEN, docs/pacosako.md) into a state."""
     return (env or _DEFAULT).from_notation(text)
+
+
+def from_notations(texts, env: Optional[PacoSako] = None) -> PacoSakoState:
+    """Parse a list of notations into one batched state (leading axis = position)."""
+    return (env or _DEFAULT).from_notations(list(texts))
 
 
 def _check_unbatched(state) -> None:

@@ -207,7 +207,15 @@ def _chain_fixed_point(board, color, ep, occ, init):
     return jnp.any(hand.T[:, :, None] & tt, axis=(0, 1))
 
 
-def threats(board, color, ep):
+# Gate the chain search by `need` (place_mask: a king with a usable castling right in hand).
+# Under vmap lax.cond runs both branches, so the search runs for every game; with empty starting
+# sets its fixed-point loops stop after one round for the games that do not need it, and the
+# batched loop runs only as long as the games that do. A module switch so that
+# benchmarks/bench_pacosako.py can measure both in one run.
+GATE_THREATS = True
+
+
+def threats(board, color, ep, need=True):
     """bool[64]: squares `color` threatens through chains, as the engine's castling check.
 
     The engine explores every chain of `color` on the actual boards. Here: a lifted single piece
@@ -217,6 +225,8 @@ def threats(board, color, ep):
     there) can be picked up again once a second, different piece arrives. The first
     CHAIN_STARTS chain-capable start squares are searched with their square vacated (the piece
     left it); any further ones share one search on the full board. docs/pacosako.md.
+    With `need` False (traced bool) the chain search is skipped in effect (empty result for the
+    chains; the direct threats are still returned).
     """
     mine = board[color]
     theirs = board[1 - color]
@@ -229,6 +239,8 @@ def threats(board, color, ep):
     direct = jnp.any(start[:, None] & own_rows, axis=0)
     ep_row = jnp.zeros(64, jnp.bool_).at[jnp.clip(ep, 0, 63)].set(ep >= 0)
     capable = start & jnp.any(own_rows & (union | ep_row)[None, :], axis=1)
+    if GATE_THREATS:
+        capable = capable & need
     score, picked = jax.lax.top_k(capable.astype(jnp.float32), CHAIN_STARTS)
     chosen = score > 0
 
@@ -306,9 +318,10 @@ def place_mask(board, color, hand_piece, hand_partner, hand_pos, ep, castling):
     opts = jnp.asarray([0, 1]) + 2 * color
     room = jnp.all(~jnp.asarray(C_EMPTY)[opts] | empty[None, :], axis=1)
     avail = castling[opts] & room
-    thr = threats(board, 1 - color, ep)
+    need = jnp.any(avail) & (hand_piece == KING)
+    thr = threats(board, 1 - color, ep, need)
     safe = ~jnp.any(jnp.asarray(C_SAFE)[opts] & thr[None, :], axis=1)
-    castle_ok = avail & jax.lax.cond(jnp.any(avail) & (hand_piece == KING),
+    castle_ok = avail & jax.lax.cond(need,
                                      lambda: safe, lambda: jnp.zeros(2, jnp.bool_))
     king = king | jnp.zeros(65, jnp.bool_).at[jnp.asarray(C_KING_TO)[opts]].max(castle_ok)[:64]
     table = jnp.stack([jnp.zeros(64, jnp.bool_), pawn, rook, kn, bishop, rook | bishop, king])

@@ -1,0 +1,200 @@
+"""Paco Ŝako against the public engine as an oracle.
+
+Data: tests/data/pacosako/oracle/oracle.jsonl.gz, written by the engine itself
+(kreibaum/pacosako lib/ at commit 5ecb8c1) through our driver in that folder (README there):
+per game the engine's legal action set before every action, the action taken, the engine's
+threat set (settled boards and lifted kings) and the result. Every game is replayed here in one
+batch (one jitted, vmapped step) and compared action set by action set.
+"""
+
+import gzip
+import json
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import envs
+from envs import pacosako as P
+from envs._src.pacosako import rules as R
+
+ORACLE = os.path.join(os.path.dirname(__file__), "data", "pacosako", "oracle", "oracle.jsonl.gz")
+FAST_KINDS = ("replay", "test", "castling")  # default suite; "book" and "random" are slow
+
+RESULTS = {R.RUNNING: "running", R.NO_PROGRESS_DRAW: "draw_no_progress",
+           R.REPETITION_DRAW: "draw_repetition", R.NO_LEGAL_ACTION: "stuck"}
+
+
+def _load():
+    with gzip.open(ORACLE, "rt") as f:
+        return [json.loads(line) for line in f]
+
+
+@pytest.fixture(scope="module")
+def games():
+    return _load()
+
+
+@pytest.fixture(scope="module")
+def env():
+    return envs.make("pacosako")
+
+
+@pytest.fixture(scope="module")
+def fns(env):
+    step = jax.jit(jax.vmap(env.step))
+    # the threats of the opponent of the player to act, as the castling check asks for them
+    threats = jax.jit(jax.vmap(lambda s: R.threats(s.board, 1 - s.color, s.ep)))
+    return step, threats
+
+
+def _result(state, i) -> str:
+    t = int(state.termination[i])
+    if t == R.PACO:
+        return "white" if int(state.winner[i]) == 0 else "black"
+    return RESULTS[t]
+
+
+def _replay(games, env, fns):
+    """Replays `games` in one batch; returns ({game id: first mask/result difference},
+    {game id: first threat-set difference}, number of compared action sets, of threat sets,
+    of differing threat sets, of threat sets missing an engine threat)."""
+    step, threats = fns
+    state = env.from_notations([P.START if g["start"] == "start" else g["start"] for g in games])
+    horizon = max(len(g["steps"]) for g in games)
+    bad, bad_threats = {}, {}
+    n_masks = n_threats = threat_diffs = threat_missing = 0
+    missing_examples = {}
+    for t in range(horizon + 1):
+        mask = np.asarray(state.legal_action_mask)
+        thr = np.asarray(threats(state))
+        actions = np.zeros(len(games), np.int32)
+        for i, g in enumerate(games):
+            gid = g["id"]
+            n = len(g["steps"])
+            if gid in bad or t > n:
+                continue
+            if t < n:
+                fen, legal, action, want_threats = g["steps"][t]
+                actions[i] = action
+            else:
+                (fen, legal), want_threats = g["final"], None
+                got = _result(state, i)
+                if got != g["result"]:
+                    bad[gid] = f"end: result {got}, engine {g['result']} at {fen}"
+                    continue
+                if g["result"] != "running":  # over: the engine lists nothing, core masks all
+                    continue
+            want = np.zeros(R.NUM_ACTIONS, bool)
+            want[legal] = True
+            n_masks += 1
+            if bool(state.terminated[i]) or not np.array_equal(mask[i], want):
+                extra = [P.action_to_string(_one(state, i), a)
+                         for a in np.flatnonzero(mask[i] & ~want)]
+                missing = [P.action_to_string(_one(state, i), a)
+                           for a in np.flatnonzero(want & ~mask[i])]
+                bad[gid] = (f"step {t} {fen}: terminated={bool(state.terminated[i])} "
+                            f"extra {extra[:8]} missing {missing[:8]}")
+                continue
+            if want_threats is not None:
+                n_threats += 1
+                want_t = (np.uint64(want_threats) >> np.arange(64, dtype=np.uint64)) & 1 == 1
+                if not np.array_equal(thr[i], want_t):
+                    threat_diffs += 1
+                    if np.any(want_t & ~thr[i]):
+                        threat_missing += 1
+                        missing_examples.setdefault(gid, (t, fen, [
+                            k for k in np.flatnonzero(want_t & ~thr[i])]))
+                if not np.array_equal(thr[i], want_t) and gid not in bad_threats:
+                    names = "abcdefgh"
+                    sq = lambda k: names[k % 8] + str(k // 8 + 1)  # noqa: E731
+                    bad_threats[gid] = (f"step {t} {fen}: extra "
+                                        f"{[sq(k) for k in np.flatnonzero(thr[i] & ~want_t)]} "
+                                        f"missing {[sq(k) for k in np.flatnonzero(want_t & ~thr[i])]}")
+        if t < horizon:
+            state = step(state, jnp.asarray(actions))
+    return bad, bad_threats, n_masks, n_threats, threat_diffs, (threat_missing, missing_examples)
+
+
+def _one(state, i):
+    return jax.tree.map(lambda x: x[i], state)
+
+
+@pytest.fixture(scope="module")
+def fast_run(games, env, fns):
+    return _replay([g for g in games if g["kind"] in FAST_KINDS], env, fns)
+
+
+def test_oracle_data_covers_what_it_claims(games):
+    kinds = {}
+    for g in games:
+        kinds[g["kind"]] = kinds.get(g["kind"], 0) + 1
+    assert kinds == {"replay": 2, "test": 52, "book": 79, "random": 300, "castling": 128}, kinds
+    # castling really happens: a king placed two files away from e1/e8 (mover's frame: c1/g1)
+    castles = sum(1 for g in games for s in g["steps"]
+                  if s[2] in (64 + 2, 64 + 6) and "^e1K" in s[0].replace("^e8k", "^e1K"))
+    assert castles >= 20, castles
+    results = {g["result"] for g in games}
+    assert {"white", "black", "stuck", "running", "draw_repetition"} <= results, results
+
+
+# Games where the castling threat search (rules.threats, an over-approximation of the engine's
+# exhaustive chain search) forbids a castling the engine allows. Each entry: game id -> the
+# step where the action sets first differ. test_known_castling_differences (strict xfail) turns
+# red once they are fixed.
+KNOWN_CASTLING_DIFFS = {
+    "test8/3": 33,  # Black castles g8; our search sees e8 threatened through chains revisiting unions
+}
+
+
+def _unexplained(bad):
+    return {k: v for k, v in bad.items() if k not in KNOWN_CASTLING_DIFFS}
+
+
+def test_engine_legal_action_sets_fast(fast_run):
+    """Replays, engine test positions and castling positions: identical legal action sets at
+    every step and identical results (except the listed castling differences)."""
+    bad, _, n_masks, _, _, _ = fast_run
+    assert n_masks > 20_000
+    assert not _unexplained(bad), f"{len(bad)} games differ, e.g. {sorted(bad.items())[:5]}"
+    for gid, v in bad.items():  # a listed game differs only by a castling place we forbid
+        assert v.startswith(f"step {KNOWN_CASTLING_DIFFS[gid]} ") and "extra [] missing ['place " in v, v
+
+
+@pytest.mark.xfail(strict=True, reason="rules.threats misses a few engine threats (long chains "
+                   "through several unions, chains from starts beyond the first CHAIN_STARTS that "
+                   "need their own square vacated, promotion revisits; docs/pacosako.md)")
+def test_threat_search_never_misses_an_engine_threat(fast_run):
+    """Every square the engine's exhaustive chain search finds threatened is threatened here too
+    (then castling could never be allowed where the engine forbids it)."""
+    _, _, _, n_threats, _, (missing, examples) = fast_run
+    assert n_threats > 5_000
+    assert missing == 0, f"{missing} threat sets miss squares, e.g. {sorted(examples.items())[:4]}"
+
+
+@pytest.mark.xfail(strict=True, reason="rules.threats over-approximates chains that revisit a "
+                   "union (docs/pacosako.md, 'Threats for castling'); the engine searches every "
+                   "chain on the real boards")
+def test_engine_threat_sets_exact(fast_run):
+    """The threat search equals the engine's on every settled board / lifted king."""
+    _, bad, _, _, diffs, _ = fast_run
+    assert not bad, f"{diffs} threat sets in {len(bad)} games differ, e.g. {sorted(bad.items())[:3]}"
+
+
+@pytest.mark.xfail(strict=True, reason="castling forbidden by the over-approximate threat search "
+                   "where the engine allows it (KNOWN_CASTLING_DIFFS)")
+def test_known_castling_differences(fast_run):
+    bad = fast_run[0]
+    assert not set(KNOWN_CASTLING_DIFFS) & set(bad), sorted(bad.items())
+
+
+@pytest.mark.slow
+def test_engine_legal_action_sets_all(games, env, fns):
+    """Book positions and 300 random games from the start position: identical legal action
+    sets and results."""
+    bad, _, n_masks, n_threats, _, _ = _replay(
+        [g for g in games if g["kind"] not in FAST_KINDS], env, fns)
+    assert n_masks > 40_000 and n_threats > 20_000
+    assert not bad, f"{len(bad)} games differ, e.g. {sorted(bad.items())[:5]}"
