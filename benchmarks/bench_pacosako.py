@@ -6,6 +6,8 @@ Each batch size runs `steps` random legal actions per game inside one jitted lax
 that end are restarted), after a warm-up call that compiles. Prints a table. With
 --compare-gate each batch size runs twice in the same process: with the castling threat search
 ungated (rules.GATE_THREATS = False, the search's loops run for every game) and gated.
+--no-threat-search replaces the castling threat search by "nothing threatened" (an upper bound
+on what skipping it would give; not a valid rule set).
 """
 
 from __future__ import annotations
@@ -71,7 +73,11 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=64)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--compare-gate", action="store_true")
+    ap.add_argument("--no-threat-search", action="store_true",
+                    help="upper bound only: castling threat search replaced by 'nothing threatened'")
     args = ap.parse_args()
+    if args.no_threat_search:  # not a valid rule set: measures what the search costs
+        R.threats = lambda board, color, ep, need=True: jnp.zeros(64, jnp.bool_)
     env = envs.make("pacosako")
     print(f"device: {jax.devices()[0].device_kind}, jax {jax.__version__}")
     gates = [False, True] if args.compare_gate else [R.GATE_THREATS]
