@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import jax
+from jax import custom_batching
 import jax.numpy as jnp
 
 EMPTY, PAWN, ROOK, KNIGHT, BISHOP, QUEEN, KING = range(7)
@@ -207,15 +208,14 @@ def _chain_fixed_point(board, color, ep, occ, init):
     return jnp.any(hand.T[:, :, None] & tt, axis=(0, 1))
 
 
-# Gate the chain search by `need` (place_mask: a king with a usable castling right in hand).
-# Under vmap lax.cond runs both branches, so the search runs for every game; with empty starting
-# sets its fixed-point loops stop after one round for the games that do not need it, and the
-# batched loop runs only as long as the games that do. A module switch so that
-# benchmarks/bench_pacosako.py can measure both in one run.
+# The chain search is needed only with a king in hand that has a usable castling right. Under
+# vmap a per-game lax.cond runs both branches, so castle_threats has its own batching rule: it
+# skips the search when no game of the batch needs it (custom_vmap). A module switch so that
+# benchmarks/bench_pacosako.py can measure both in one run (read at trace time).
 GATE_THREATS = True
 
 
-def threats(board, color, ep, need=True):
+def threats(board, color, ep):
     """bool[64]: squares `color` threatens through chains, as the engine's castling check.
 
     The engine explores every chain of `color` on the actual boards. Here: a lifted single piece
@@ -225,8 +225,6 @@ def threats(board, color, ep, need=True):
     there) can be picked up again once a second, different piece arrives. The first
     CHAIN_STARTS chain-capable start squares are searched with their square vacated (the piece
     left it); any further ones share one search on the full board. docs/pacosako.md.
-    With `need` False (traced bool) the chain search is skipped in effect (empty result for the
-    chains; the direct threats are still returned).
     """
     mine = board[color]
     theirs = board[1 - color]
@@ -239,8 +237,6 @@ def threats(board, color, ep, need=True):
     direct = jnp.any(start[:, None] & own_rows, axis=0)
     ep_row = jnp.zeros(64, jnp.bool_).at[jnp.clip(ep, 0, 63)].set(ep >= 0)
     capable = start & jnp.any(own_rows & (union | ep_row)[None, :], axis=1)
-    if GATE_THREATS:
-        capable = capable & need
     score, picked = jax.lax.top_k(capable.astype(jnp.float32), CHAIN_STARTS)
     chosen = score > 0
 
@@ -252,6 +248,34 @@ def threats(board, color, ep, need=True):
     rest = capable & ~jnp.zeros(64, jnp.bool_).at[picked].max(chosen)
     shared = _chain_fixed_point(board, color, ep, occ, init & rest[:, None])
     return direct | jnp.any(per_start, axis=0) | shared
+
+
+# jitted: their constant tables stay inside their own jaxprs (custom_vmap needs a body without
+# closed-over constants, which a surrounding vmapped lax.cond would batch)
+_threats_jit = jax.jit(threats)
+_threats_batch_jit = jax.jit(jax.vmap(threats))
+
+
+def _no_threats():
+    return jnp.zeros(64, jnp.bool_)
+
+
+@custom_batching.custom_vmap
+def castle_threats(need, board, color, ep):
+    """threats(board, color, ep) where `need`, else all False; batched: one search for the
+    whole batch, skipped when no game needs it."""
+    return jax.lax.cond(need, lambda: _threats_jit(board, color, ep), _no_threats)
+
+
+@castle_threats.def_vmap
+def _castle_threats_vmap(axis_size, in_batched, need, board, color, ep):
+    args = [a if b else jnp.broadcast_to(a, (axis_size,) + jnp.shape(a))
+            for a, b in zip((need, board, color, ep), in_batched)]
+    need, board, color, ep = args
+    out = jax.lax.cond(jnp.any(need),
+                       lambda: _threats_batch_jit(board, color, ep) & need[:, None],
+                       lambda: jnp.zeros((axis_size, 64), jnp.bool_))
+    return out, True
 
 
 # --------------------------------------------------------------------------- move generation
@@ -319,7 +343,10 @@ def place_mask(board, color, hand_piece, hand_partner, hand_pos, ep, castling):
     room = jnp.all(~jnp.asarray(C_EMPTY)[opts] | empty[None, :], axis=1)
     avail = castling[opts] & room
     need = jnp.any(avail) & (hand_piece == KING)
-    thr = threats(board, 1 - color, ep, need)
+    if GATE_THREATS:
+        thr = castle_threats(need, board, 1 - color, ep)
+    else:
+        thr = threats(board, 1 - color, ep)
     safe = ~jnp.any(jnp.asarray(C_SAFE)[opts] & thr[None, :], axis=1)
     castle_ok = avail & jax.lax.cond(need,
                                      lambda: safe, lambda: jnp.zeros(2, jnp.bool_))
