@@ -38,3 +38,16 @@ def test_board_games_train_through_the_shared_loop(game):
     Trainer(cfg).run(progress=False, callback=records.append)
     assert records[-1]["iteration"] == 2
     assert "eval_random_win_rate" in records[-1]
+
+
+@pytest.mark.slow
+def test_pyrat_tiny_preset_learns_to_beat_random():
+    """The tiny preset's 20 iterations (about 4 minutes) make an agent that beats the random
+    baseline clearly (measured: 0.84 wins, +3 cheese; an untrained uniform MCGS: 0.62, +1.6)."""
+    cfg = get_preset("pyrat", "tiny", eval_every=20, eval_games=64, eval_opponents=("random",),
+                     checkpoint_every=0)
+    records = []
+    Trainer(cfg).run(progress=False, callback=records.append)
+    last = records[-1]
+    assert last["eval_random_games_finished"] == 64
+    assert last["eval_random_win_rate"] > 0.65 and last["eval_random_mean_return"] > 2.0, last

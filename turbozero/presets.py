@@ -68,7 +68,7 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     },
     "pyrat": {
         "tiny": _PYRAT_TINY,
-        # the tiny set-up trained 5x longer and evaluated with 128 playouts (~20 min on 2 cores)
+        # the tiny set-up trained 5x longer and evaluated with 128 playouts (~45 min on 2 cores)
         "small": dict(_PYRAT_TINY, num_iterations=100, eval_every=25, eval_games=64,
                       eval_search=MCGSConfig(num_simulations=128, temperature=0.0)),
         "large": dict(
