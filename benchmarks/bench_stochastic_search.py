@@ -10,8 +10,6 @@ every simulation, keeping one of the two per node. This measures one search agai
 
 from __future__ import annotations
 
-import statistics
-import time
 
 import jax
 import jax.numpy as jnp
@@ -21,15 +19,7 @@ from turbozero.networks import MLPNet
 from turbozero.search import NetworkEvaluator, SearchConfig, random_actions, search
 from turbozero.search.mctx_policies import make_stochastic_fns
 
-
-def _median_time(fn, repeats=5):
-    jax.block_until_ready(fn())
-    ts = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn())
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
+from _timing import median_time  # benchmarks/_timing.py (this script's folder)
 
 
 def main(batch: int = 32, sims: int = 16) -> None:
@@ -60,8 +50,8 @@ def main(batch: int = 32, sims: int = 16) -> None:
     cha = repeat(lambda i, acc: chance_fn(variables, None, jnp.full((batch,), i % 21, jnp.int32),
                                           after)[0].value.sum())
     net_only = repeat(lambda i, acc: ev(variables, states.observation + acc * 0.0)[1].sum())
-    t_search = _median_time(lambda: search_fn(variables, states, jax.random.PRNGKey(3)))
-    t_dec, t_cha, t_net = (_median_time(f) for f in (dec, cha, net_only))
+    t_search = median_time(lambda: search_fn(variables, states, jax.random.PRNGKey(3)))
+    t_dec, t_cha, t_net = (median_time(f) for f in (dec, cha, net_only))
     print(f"backgammon stochastic search, batch {batch}, {sims} simulations, {jax.devices()[0].platform}")
     print("| part | ms per search | share of search |")
     print("| --- | --- | --- |")

@@ -9,8 +9,6 @@ shapes (override with --num-envs / --simulations).
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import jax
 
@@ -18,15 +16,7 @@ from turbozero.presets import get_preset
 from turbozero.search import search
 from turbozero.training import Trainer
 
-
-def _time(fn, repeats: int) -> float:
-    jax.block_until_ready(fn())  # compile + warm
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn())
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+from _timing import median_time  # benchmarks/_timing.py (this script's folder)
 
 
 def main() -> None:
@@ -49,13 +39,13 @@ def main() -> None:
     variables = trainer.variables(trainer.state.train_state)
     states = trainer.state.collector.env_state
     search_jit = jax.jit(lambda v, s, k: search(trainer.env, trainer.evaluator, v, s, k, cfg.search))
-    t_search = _time(lambda: search_jit(variables, states, jax.random.PRNGKey(0)).action, args.repeats)
+    t_search = median_time(lambda: search_jit(variables, states, jax.random.PRNGKey(0)).action, args.repeats)
 
     def collect():
         trainer.state, stats = trainer._collect(trainer.state)
         return stats.positions
 
-    t_collect = _time(collect, args.repeats)
+    t_collect = median_time(collect, args.repeats)
     # fill enough replay for training to sample finished games
     while int(trainer.state.buffer.has_target.sum()) == 0:
         collect()
@@ -64,7 +54,7 @@ def main() -> None:
         trainer.state, metrics = trainer._train(trainer.state)
         return metrics["loss"]
 
-    t_train = _time(train, args.repeats)
+    t_train = median_time(train, args.repeats)
     n, sims = cfg.num_envs, cfg.search.num_simulations
     rows = [
         ("search simulations/s", n * sims / t_search, f"batch {n} x {sims} sims, {t_search*1e3:.1f} ms/call"),
