@@ -348,8 +348,7 @@ def place_mask(board, color, hand_piece, hand_partner, hand_pos, ep, castling):
     else:
         thr = threats(board, 1 - color, ep)
     safe = ~jnp.any(jnp.asarray(C_SAFE)[opts] & thr[None, :], axis=1)
-    castle_ok = avail & jax.lax.cond(need,
-                                     lambda: safe, lambda: jnp.zeros(2, jnp.bool_))
+    castle_ok = avail & safe & need
     king = king | jnp.zeros(65, jnp.bool_).at[jnp.asarray(C_KING_TO)[opts]].max(castle_ok)[:64]
     table = jnp.stack([jnp.zeros(64, jnp.bool_), pawn, rook, kn, bishop, rook | bishop, king])
     return table[jnp.clip(hand_piece, 0, 6)] & (hand_piece > 0)
