@@ -144,6 +144,28 @@ def test_engine_threats(case, threats_fn):
     assert not diff, f"threat sets differ on {diff}"
 
 
+# a crowded random-game board whose chains reach 2,617 distinct states (engine data, oracle)
+CROWDED = "4lk2/1aa1Raw1/3P1C2/R1p2t1s/2P5/2e2Tp1/1pK5/6Sn b 13 - - -"
+
+
+def test_threat_search_capacity_overflow(threats_fn):
+    """Past THREAT_CAPACITY chain states the search reports overflow and every square counts as
+    threatened (castling forbidden) instead of a silently partial set."""
+    st = P.from_notation(CROWDED)
+    args = (st.board, 1 - st.color, st.ep)
+    search = jax.jit(R.threat_search, static_argnums=3)
+    threatened, n_states, overflow = search(*args, 64)
+    assert bool(overflow) and int(n_states) == 64
+    _, n_states, overflow = search(*args, R.THREAT_CAPACITY)
+    assert bool(overflow) and int(n_states) == R.THREAT_CAPACITY
+    assert np.all(np.asarray(threats_fn(*args)))
+    # a board needing fewer states is searched exactly at a small capacity too
+    st = P.from_notation(P.START)
+    small, n_states, overflow = search(st.board, 1, st.ep, 64)
+    assert not bool(overflow) and 0 < int(n_states) <= 64
+    assert np.array_equal(np.asarray(small), np.asarray(threats_fn(st.board, 1, st.ep)))
+
+
 def test_engine_replays(env, steppers, START_STATE):
     """The engine's recorded games: every action legal here, the same outcome at the end."""
     step = steppers[3]

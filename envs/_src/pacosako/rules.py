@@ -103,22 +103,25 @@ def _gather(arr, idx):
     return padded[idx]
 
 
-def slider_targets(occ, blocker_ok):
-    """bool[64 src, 8 dir, 7 step] squares a slider at src may be placed on along each ray.
-
-    occ: bool[64] occupied squares; blocker_ok: bool[64] whether the first occupied square on a
-    ray is itself a target. Squares off the board are never targets.
-    """
-    valid = RAY < OFF
-    o = _gather(occ, RAY)
+def ray_targets(ray, occ, blocker_ok):
+    """bool[..., 8 dir, 7 step]: which squares of `ray` (RAY rows, OFF past the edge) a slider
+    may be placed on. occ: bool[64] occupied squares; blocker_ok: bool[64] whether the first
+    occupied square on a ray is itself a target."""
+    o = _gather(occ, ray)
     # a square is reachable when no earlier step on the ray is occupied
     blocked_before = jnp.cumsum(o, axis=-1) - o > 0
-    free = valid & ~blocked_before
-    return free & (~o | _gather(blocker_ok, RAY))
+    free = (ray < OFF) & ~blocked_before
+    return free & (~o | _gather(blocker_ok, ray))
+
+
+def slider_targets(occ, blocker_ok):
+    """bool[64 src, 8 dir, 7 step] ray_targets from every square."""
+    return ray_targets(jnp.asarray(RAY), occ, blocker_ok)
 
 
 # one-hot of every ray step's square: [64 src, 8 dir * 7 step, 64 dst] (off-board rows are 0)
 RAY_ONEHOT = (RAY.reshape(64, 56)[:, :, None] == np.arange(64)[None, None, :]).astype(np.float32)
+RAY_TARGETS = RAY_ONEHOT.reshape(64, 56, 64) > 0  # [src, ray step, dst]
 KNIGHT_TABLE = np.zeros((64, 64), bool)
 PAWN_TABLE = np.zeros((2, 64, 64), bool)  # forward-diagonal squares of a White / Black pawn
 for _s in range(64):
@@ -129,6 +132,14 @@ for _s in range(64):
         for _d in _dirs:
             if NEIGH[_s, _d] < OFF:
                 PAWN_TABLE[_c, _s, NEIGH[_s, _d]] = True
+
+
+def ray_squares(t, p):
+    """(orthogonal, diagonal) bool[64] squares of the ray steps `t` (bool[8, 7]) from `p`."""
+    onehot = jnp.asarray(RAY_TARGETS)[p]  # [56 ray step, 64 dst]
+    orth = jnp.any(t[:4].reshape(28, 1) & onehot[:28], axis=0)
+    diag = jnp.any(t[4:].reshape(28, 1) & onehot[28:], axis=0)
+    return orth, diag
 
 
 def _scatter_rows(mask, idx):
@@ -163,108 +174,211 @@ def pawn_forward(color):
 
 
 # --------------------------------------------------------------------------- threats
-CHAIN_STARTS = 2  # chains searched with their own start square vacated (the rest: shared)
-
-
-def _threat_tables(occ, color):
-    """bool[7 piece, 64 src, 64 dst] threat targets of a piece in hand (king, none: empty)."""
-    rook_t, bishop_t, queen_t = slider_tables(occ, jnp.ones(64, jnp.bool_))
-    kn = jnp.asarray(KNIGHT_TABLE)
-    pawn_t = jnp.asarray(PAWN_TABLE)[color]
-    zeros = jnp.zeros((64, 64), jnp.bool_)
-    return jnp.stack([zeros, pawn_t, rook_t, kn, bishop_t, queen_t, zeros])
-
-
-def _chain_fixed_point(board, color, ep, occ, init):
-    """Squares threatened by chains that start from the (square, piece) pairs in `init`."""
-    mine = board[color]
-    theirs = board[1 - color]
-    union = (mine > 0) & (theirs > 0)
-    tt = _threat_tables(occ, color)
-    # chain arrivals: targets that are unions; a pawn also follows the en passant square
-    ep_src = jnp.where(ep >= 0, ep - 8 * forward(color), OFF)
-    ep_union = _gather(union, ep_src) & (ep >= 0)
-    ep_row = jnp.zeros(64, jnp.bool_).at[jnp.clip(ep, 0, 63)].set(ep >= 0)
-    arrive_t = tt & union[None, None, :]
-    arrive_t = arrive_t.at[PAWN].set(arrive_t[PAWN] | (tt[PAWN] & ep_row[None, :] & ep_union))
-    # what is picked up on arrival: the union's piece; at the en passant square, the piece of
-    # the union that is swapped back onto it
-    pick = jnp.where(ep_row & ep_union, _gather(mine, ep_src), mine)
-    promo_row = jnp.asarray(RANK) == jnp.where(color == 0, 7, 0)
-    promo_types = jnp.zeros(7, jnp.bool_).at[PROMOTE_TYPES].set(True)
-    kinds = jnp.arange(7)[None, :]
-
-    def body(carry):
-        hand, _ = carry
-        arr = jnp.any(hand.T[:, :, None] & arrive_t, axis=1)  # [7 type, 64 square]
-        again = jnp.sum(arr, axis=0) >= 2
-        new = hand | (jnp.any(arr, axis=0)[:, None] & (kinds == pick[:, None]))
-        new = new | (again[:, None] & arr.T)
-        new = new | ((again & arr[PAWN] & promo_row)[:, None] & promo_types[None, :])
-        new = new & (kinds > 0) & (kinds < KING)
-        return new, jnp.any(new != hand)
-
-    hand, _ = jax.lax.while_loop(lambda c: c[1], body, (init, jnp.bool_(True)))
-    return jnp.any(hand.T[:, :, None] & tt, axis=(0, 1))
-
-
-# The chain search is needed only with a king in hand that has a usable castling right. Under
-# vmap a per-game lax.cond runs both branches, so castle_threats has its own batching rule: it
-# skips the search when no game of the batch needs it (custom_vmap). A module switch so that
-# benchmarks/bench_pacosako.py can measure both in one run (read at trace time).
+# The castling check asks which squares the opponent threatens, counting chains. As the engine
+# (`determine_all_threats`), this searches every chain state: breadth first over (start square,
+# piece in hand and the union it came from, `color`'s piece in each union, en passant used),
+# deduplicated. Nothing else changes during a chain: placing on a square that is not a union
+# ends it, so the occupancy is the board's with the start square vacated (and, after an en
+# passant chain, the advanced pair moved back). THREAT_CAPACITY bounds the states kept; a search
+# that would need more reports `overflow`, and the castling check then treats every square as
+# threatened (castling forbidden; docs/pacosako.md gives the measured state counts).
+THREAT_CAPACITY = 1024
+MAX_UNIONS = 16  # at most 16 pieces a side, so at most 16 unions
+_NCHILD = MAX_UNIONS * 4 + 1  # (union, promotion type) children plus the en passant child
+# The search uses the module switch below only through castle_threats (benchmarks can set it
+# False to run the search for every game under vmap; read at trace time).
 GATE_THREATS = True
 
 
-def threats(board, color, ep):
-    """bool[64]: squares `color` threatens through chains, as the engine's castling check.
+def _threat_row(piece, p, occ, color):
+    """bool[64]: squares a lifted `piece` at `p` threatens (sliders up to and including the
+    first occupied square, knights and pawn diagonals everywhere; a king threatens nothing)."""
+    orth, diag = ray_squares(ray_targets(jnp.asarray(RAY)[p], occ, jnp.ones(64, jnp.bool_)), p)
+    zeros = jnp.zeros(64, jnp.bool_)
+    table = jnp.stack([zeros, jnp.asarray(PAWN_TABLE)[color, p], orth,
+                       jnp.asarray(KNIGHT_TABLE)[p], diag, orth | diag, zeros])
+    return table[piece]
 
-    The engine explores every chain of `color` on the actual boards. Here: a lifted single piece
-    threatens its targets (sliders up to and including the first occupied square, knights and
-    pawn diagonals everywhere). Chains are a fixed point over (square, piece in hand): reaching a
-    union picks up `color`'s piece there; a piece that arrived at a union (or a pawn promoted
-    there) can be picked up again once a second, different piece arrives. The first
-    CHAIN_STARTS chain-capable start squares are searched with their square vacated (the piece
-    left it); any further ones share one search on the full board. docs/pacosako.md.
+
+def _state_key(u, hand, slot, start, ep_used):
+    """uint32[3]: a chain state (3 bits per union content, hand piece, its union, start)."""
+    u = u.astype(jnp.uint32)
+    shifts = jnp.uint32(3) * jnp.arange(10, dtype=jnp.uint32)
+    w0 = jnp.sum(u[:10] << shifts)
+    w1 = (jnp.sum(u[10:] << shifts[:6]) | (hand.astype(jnp.uint32) << 18)
+          | (slot.astype(jnp.uint32) << 21) | (ep_used.astype(jnp.uint32) << 26))
+    return jnp.stack([w0, w1, start.astype(jnp.uint32)])
+
+
+TABLE_PROBES = 16
+
+
+def _hash(key):
+    """uint32 hash of uint32[..., 3] keys (multiply-xorshift)."""
+    h = (key[..., 0] * jnp.uint32(0x9E3779B1)) ^ (key[..., 1] * jnp.uint32(0x85EBCA77)) ^ (
+        key[..., 2] * jnp.uint32(0xC2B2AE3D))
+    h = (h ^ (h >> 15)) * jnp.uint32(0x27D4EB2F)
+    return h ^ (h >> 13)
+
+
+def _table_insert(table, probe, insert, value):
+    """Writes value[i] into the first empty slot of probe[i] where insert[i]. Children that pick
+    the same slot are settled in rounds (lowest index first). Returns (table, lost): lost when a
+    key found no empty slot within its probes."""
+    idx = jnp.arange(probe.shape[0])
+    size = table.shape[0]
+
+    def round_(c):
+        table, pending, lost = c
+        empty = table[probe] == 0
+        has = jnp.any(empty, axis=1)
+        lost = lost | jnp.any(pending & ~has)
+        pending = pending & has
+        slot = jnp.take_along_axis(probe, jnp.argmax(empty, axis=1)[:, None], axis=1)[:, 0]
+        claim = jnp.full(size, probe.shape[0]).at[jnp.where(pending, slot, size)].min(
+            idx, mode="drop")
+        win = pending & (claim[slot] == idx)
+        table = table.at[jnp.where(win, slot, size)].set(value, mode="drop")
+        return table, pending & ~win, lost
+
+    table, _, lost = jax.lax.while_loop(lambda c: jnp.any(c[1]), round_,
+                                        (table, insert, jnp.bool_(False)))
+    return table, lost
+
+
+def threat_search(board, color, ep, capacity=THREAT_CAPACITY, active=True):
+    """(bool[64] threatened squares, int32 chain states searched, bool overflow).
+
+    The squares `color` threatens on `board` (en passant square `ep` or -1), counting every
+    chain, as the engine's castling check (`determine_all_threats`) computes them. With
+    `active` False nothing is searched (all False), which lets a vmapped caller pad a batch.
     """
-    mine = board[color]
-    theirs = board[1 - color]
-    occ = (mine > 0) | (theirs > 0)
+    if not isinstance(capacity, int) or capacity < MAX_UNIONS:
+        raise ValueError(f"capacity must be an int >= {MAX_UNIONS} (the start states), got "
+                         f"{capacity!r}")
+    mine, theirs = board[color].astype(jnp.int32), board[1 - color].astype(jnp.int32)
+    occ0 = (mine > 0) | (theirs > 0)
     union = (mine > 0) & (theirs > 0)
-    start = (mine > 0) & (theirs == 0) & (mine != KING)
-    init = start[:, None] & (jnp.arange(7)[None, :] == mine[:, None])
-    tt = _threat_tables(occ, color)
-    own_rows = jnp.take_along_axis(tt, mine.astype(jnp.int32)[None, :, None], axis=0)[0]
-    direct = jnp.any(start[:, None] & own_rows, axis=0)
-    ep_row = jnp.zeros(64, jnp.bool_).at[jnp.clip(ep, 0, 63)].set(ep >= 0)
-    capable = start & jnp.any(own_rows & (union | ep_row)[None, :], axis=1)
-    score, picked = jax.lax.top_k(capable.astype(jnp.float32), CHAIN_STARTS)
-    chosen = score > 0
+    slot_sq = jnp.nonzero(union, size=MAX_UNIONS, fill_value=OFF)[0]
+    slot_ok = slot_sq < OFF
+    last_rank = jnp.where(color == 0, 7, 0)
+    # en passant: a pawn placed on `ep` first moves the advanced pawn (or pair) at ep_src back
+    # onto ep; when that was a union, its `color` piece is picked up (a chain)
+    ep_src = jnp.where(ep >= 0, ep - 8 * forward(color), OFF)
+    ep_slot = jnp.argmax(slot_sq == ep_src)
+    ep_chain = (ep >= 0) & jnp.any(slot_sq == ep_src)
+    u0 = _gather(mine, slot_sq)
+    starts = (mine > 0) & (theirs == 0) & (mine != KING)
+    start_sq = jnp.nonzero(starts, size=MAX_UNIONS, fill_value=OFF)[0]
+    n0 = jnp.where(active, jnp.sum(starts), 0)
 
-    def one(s, ok):
-        vac = occ & (jnp.arange(64) != s)
-        return _chain_fixed_point(board, color, ep, vac, init & (jnp.arange(64) == s)[:, None] & ok)
+    cap = capacity
+    table_size = 1 << (2 * cap - 1).bit_length()  # a power of two, at least twice cap
+    q_u = jnp.zeros((cap, MAX_UNIONS), jnp.int8).at[:MAX_UNIONS].set(u0.astype(jnp.int8))
+    q_hand = jnp.zeros(cap, jnp.int32).at[:MAX_UNIONS].set(_gather(mine, start_sq))
+    q_slot = jnp.full(cap, MAX_UNIONS, jnp.int32)  # MAX_UNIONS: the hand is on its start square
+    q_start = jnp.zeros(cap, jnp.int32).at[:MAX_UNIONS].set(start_sq)
+    q_ep = jnp.zeros(cap, jnp.bool_)
+    q_key = jnp.zeros((cap, 3), jnp.uint32).at[:MAX_UNIONS].set(jax.vmap(_state_key)(
+        jnp.broadcast_to(u0, (MAX_UNIONS, MAX_UNIONS)), _gather(mine, start_sq),
+        jnp.full(MAX_UNIONS, MAX_UNIONS), start_sq, jnp.zeros(MAX_UNIONS, jnp.bool_)))
+    kinds = jnp.arange(4)
+    slots = jnp.arange(MAX_UNIONS)
 
-    per_start = jax.vmap(one)(picked, chosen)
-    rest = capable & ~jnp.zeros(64, jnp.bool_).at[picked].max(chosen)
-    shared = _chain_fixed_point(board, color, ep, occ, init & rest[:, None])
-    return direct | jnp.any(per_start, axis=0) | shared
+    def body(c):
+        head, tail, q_u, q_hand, q_slot, q_start, q_ep, q_key, table, threatened, overflow = c
+        u, hand, slot, s, ep_used = q_u[head].astype(jnp.int32), q_hand[head], q_slot[head], \
+            q_start[head], q_ep[head]
+        occ = occ0 & (jnp.arange(64) != s)
+        occ = jnp.where(ep_used, occ.at[jnp.clip(ep_src, 0, 63)].set(False).at[
+            jnp.clip(ep, 0, 63)].set(True), occ)
+        sq = jnp.where(ep_used & (slots == ep_slot), ep, slot_sq)
+        p = jnp.where(slot == MAX_UNIONS, s, _gather(sq, slot))
+        row = _threat_row(hand, p, occ, color)
+        # chain children: on a union, threat and place targets agree (pawn diagonals and the
+        # first occupied square of a ray are valid places there)
+        hit = _gather(row, sq) & slot_ok
+        promo = (hand == PAWN) & (sq // 8 == last_rank)
+        placed = jnp.where(promo[:, None], jnp.asarray(PROMOTE_TYPES)[None, :], hand)  # [16, 4]
+        ok = hit[:, None] & (promo[:, None] | (kinds == 0)[None, :])
+        child_u = jnp.where(slots[None, None, :] == slots[:, None, None], placed[:, :, None],
+                            u[None, None, :])  # [16 union, 4 kind, 16]
+        ep_ok = (hand == PAWN) & ~ep_used & ep_chain & _gather(
+            jnp.asarray(PAWN_TABLE)[color, jnp.clip(p, 0, 63)], jnp.clip(ep, 0, 63))
+        c_u = jnp.concatenate([child_u.reshape(-1, MAX_UNIONS),
+                               u.at[ep_slot].set(PAWN)[None, :]])
+        c_hand = jnp.concatenate([jnp.repeat(u, 4), u[ep_slot][None]])
+        c_slot = jnp.concatenate([jnp.repeat(slots, 4), ep_slot[None]])
+        c_ep = jnp.concatenate([jnp.broadcast_to(ep_used, (_NCHILD - 1,)), jnp.ones(1, bool)])
+        c_ok = jnp.concatenate([ok.reshape(-1), ep_ok[None]])
+        c_start = jnp.broadcast_to(s, (_NCHILD,))
+        c_key = jax.vmap(_state_key)(c_u, c_hand, c_slot, c_start, c_ep)
+        # dedup through the open-addressing table (linear probing, TABLE_PROBES slots)
+        probe = (_hash(c_key)[:, None] + jnp.arange(TABLE_PROBES, dtype=jnp.uint32)) & (
+            jnp.uint32(table_size - 1))
+        probe = probe.astype(jnp.int32)
+        entry = table[probe]  # [child, probe]: queue index + 1, 0 = empty
+        seen = jnp.any((entry > 0) & jnp.all(
+            q_key[jnp.maximum(entry - 1, 0)] == c_key[:, None, :], axis=-1), axis=1)
+        new = c_ok & ~seen
+        pos = tail + jnp.cumsum(new) - 1
+        fits = new & (pos < cap)
+        at = jnp.where(fits, pos, cap)  # out of range: dropped
+        table, lost = _table_insert(table, probe, fits, pos + 1)
+        overflow = overflow | jnp.any(new & (pos >= cap)) | lost
+        q_u = q_u.at[at].set(c_u.astype(jnp.int8), mode="drop")
+        q_hand = q_hand.at[at].set(c_hand, mode="drop")
+        q_slot = q_slot.at[at].set(c_slot, mode="drop")
+        q_start = q_start.at[at].set(c_start, mode="drop")
+        q_ep = q_ep.at[at].set(c_ep, mode="drop")
+        q_key = q_key.at[at].set(c_key, mode="drop")
+        tail = jnp.minimum(tail + jnp.sum(new), cap)
+        return (head + 1, tail, q_u, q_hand, q_slot, q_start, q_ep, q_key, table,
+                threatened | row, overflow)
+
+    # the start states need no table entries: no chain returns to a start square
+    table = jnp.zeros(table_size, jnp.int32)
+    init = (jnp.int32(0), n0.astype(jnp.int32), q_u, q_hand, q_slot, q_start, q_ep, q_key,
+            table, jnp.zeros(64, jnp.bool_), jnp.bool_(False))
+    out = jax.lax.while_loop(lambda c: c[0] < c[1], body, init)
+    return out[9], out[1], out[10]
+
+
+def threats(board, color, ep):
+    """bool[64]: squares `color` threatens through chains, as the engine's castling check; all
+    squares when the search overflows THREAT_CAPACITY states (castling is then forbidden)."""
+    threatened, _, overflow = threat_search(board, color, ep)
+    return threatened | overflow
 
 
 # jitted: their constant tables stay inside their own jaxprs (custom_vmap needs a body without
 # closed-over constants, which a surrounding vmapped lax.cond would batch)
 _threats_jit = jax.jit(threats)
-_threats_batch_jit = jax.jit(jax.vmap(threats))
+
+
+@jax.jit
+def _threats_chunk_jit(active, board, color, ep):
+    return jax.vmap(lambda a, b, c, e: threats(b, c, e) & a)(active, board, color, ep)
+
+
+# Under vmap the search runs only for the games that need it, THREAT_CHUNK at a time: a
+# vmapped while loop costs its longest lane, and castling checks are rare in play.
+THREAT_CHUNK = 4
 
 
 def _no_threats():
     return jnp.zeros(64, jnp.bool_)
 
 
+def _castle_threats_one(need, board, color, ep):
+    return jax.lax.cond(need, lambda: _threats_jit(board, color, ep), _no_threats)
+
+
 @custom_batching.custom_vmap
 def castle_threats(need, board, color, ep):
-    """threats(board, color, ep) where `need`, else all False; batched: one search for the
-    whole batch, skipped when no game needs it."""
-    return jax.lax.cond(need, lambda: _threats_jit(board, color, ep), _no_threats)
+    """threats(board, color, ep) where `need`, else all False; batched: searched only for the
+    games that need it, a chunk at a time."""
+    return _castle_threats_one(need, board, color, ep)
 
 
 @castle_threats.def_vmap
@@ -272,9 +386,21 @@ def _castle_threats_vmap(axis_size, in_batched, need, board, color, ep):
     args = [a if b else jnp.broadcast_to(a, (axis_size,) + jnp.shape(a))
             for a, b in zip((need, board, color, ep), in_batched)]
     need, board, color, ep = args
-    out = jax.lax.cond(jnp.any(need),
-                       lambda: _threats_batch_jit(board, color, ep) & need[:, None],
-                       lambda: jnp.zeros((axis_size, 64), jnp.bool_))
+    if axis_size == 1:  # measured: a while loop here makes batch-1 steps 5x slower than a cond
+        return _castle_threats_one(need[0], board[0], color[0], ep[0])[None], True
+    chunk = min(axis_size, THREAT_CHUNK)
+
+    def body(c):
+        pending, out = c
+        idx = jnp.nonzero(pending, size=chunk, fill_value=axis_size)[0]
+        active = idx < axis_size
+        safe = jnp.minimum(idx, axis_size - 1)
+        thr = _threats_chunk_jit(active, board[safe], color[safe], ep[safe])
+        out = out.at[idx].set(thr, mode="drop")
+        return pending.at[idx].set(False, mode="drop"), out
+
+    _, out = jax.lax.while_loop(lambda c: jnp.any(c[0]), body,
+                                (need, jnp.zeros((axis_size, 64), jnp.bool_)))
     return out, True
 
 
@@ -315,14 +441,11 @@ def place_mask(board, color, hand_piece, hand_partner, hand_pos, ep, castling):
     cps = _cps(mine, theirs)
     p = jnp.clip(hand_pos, 0, 63)
     # sliders from the hand square only
-    t = slider_targets(occ, cps & ~pair)[p]  # [8, 7]
-    ray = jnp.asarray(RAY)[p]
+    rook, bishop = ray_squares(ray_targets(jnp.asarray(RAY)[p], occ, cps & ~pair), p)
 
     def scatter(m, idx):
         return jnp.zeros(65, jnp.bool_).at[idx.reshape(-1)].max(m.reshape(-1))[:64]
 
-    rook = scatter(t[:4], ray[:4])
-    bishop = scatter(t[4:], ray[4:])
     kn_sq = jnp.asarray(KNIGHT_T)[p]
     kn = scatter(jnp.where(pair, _gather(empty, kn_sq), _gather(cps, kn_sq)), kn_sq)
     # pawn: forward steps onto empty squares, two from its start rank (or behind it)
