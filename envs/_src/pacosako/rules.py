@@ -357,8 +357,11 @@ _threats_jit = jax.jit(threats)
 
 
 @jax.jit
+@jax.vmap
 def _threats_chunk_jit(active, board, color, ep):
-    return jax.vmap(lambda a, b, c, e: threats(b, c, e) & a)(active, board, color, ep)
+    # padding lanes (active False) search nothing, so they end the while loop at once
+    threatened, _, overflow = threat_search(board, color, ep, active=active)
+    return (threatened | overflow) & active
 
 
 # Under vmap the search runs only for the games that need it, THREAT_CHUNK at a time: a
