@@ -18,11 +18,14 @@ ORTH = [(0, 1), (1, 0), (0, -1), (-1, 0)]
 DIAG = [(1, 1), (1, -1), (-1, -1), (-1, 1)]
 KN = [(1, 2), (2, 1), (2, -1), (1, -2), (-1, -2), (-2, -1), (-2, 1), (-1, 2)]
 
+
 def add(sq, dx, dy):
     x, y = sq % 8 + dx, sq // 8 + dy
     return 8 * y + x if 0 <= x < 8 and 0 <= y < 8 else None
 
+
 def targets(mine, theirs, t, pos, c, ep, threat):
+    """Squares a `t` lifted at `pos` (player c) threatens (threat) or may be placed on."""
     f = 1 - 2 * c
     out = set()
     if t == PAWN:
@@ -50,11 +53,14 @@ def targets(mine, theirs, t, pos, c, ep, threat):
             p = add(pos, dx, dy)
             while p is not None:
                 if not mine[p] and not theirs[p]:
-                    out.add(p); p = add(p, dx, dy); continue
+                    out.add(p)
+                    p = add(p, dx, dy)
+                    continue
                 if threat or theirs[p] or not mine[p]:
                     out.add(p)
                 break
     return out
+
 
 def place(st, target, c):
     """st = (mine, theirs, hand_t, hand_pos, ep, promo); returns new state or None if settled."""
@@ -74,13 +80,16 @@ def place(st, target, c):
         return None
     return (tuple(mine), tuple(theirs), board_piece, target, ep, promo)
 
+
 def threats(mine, theirs, c, ep, stats=None):
+    """Squares player c threatens through chains; appends the chain states seen to `stats`."""
     mine, theirs = tuple(int(v) for v in mine), tuple(int(v) for v in theirs)
     out = set()
     todo = deque()
     for s in range(64):
         if mine[s] and mine[s] != KING and not theirs[s]:
-            m = list(mine); m[s] = 0
+            m = list(mine)
+            m[s] = 0
             todo.append((tuple(m), theirs, mine[s], s, ep, -1))
     seen = set()
     while todo:
@@ -88,10 +97,12 @@ def threats(mine, theirs, c, ep, stats=None):
         m, th, t, pos, e, promo = st
         if promo >= 0:
             for nt in (ROOK, KNIGHT, BISHOP, QUEEN):
-                mm = list(m); mm[promo] = nt
+                mm = list(m)
+                mm[promo] = nt
                 b = (tuple(mm), th, t, pos, e, -1)
                 if b not in seen:
-                    seen.add(b); todo.append(b)
+                    seen.add(b)
+                    todo.append(b)
             continue
         out |= targets(m, th, t, pos, c, e, True)
         f = 1 - 2 * c
@@ -101,7 +112,8 @@ def threats(mine, theirs, c, ep, stats=None):
                 continue
             b = place(st, tg, c)
             if b is not None and b not in seen:
-                seen.add(b); todo.append(b)
+                seen.add(b)
+                todo.append(b)
     if stats is not None:
         stats.append(len(seen))
     return out
