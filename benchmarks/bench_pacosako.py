@@ -77,7 +77,9 @@ def main() -> None:
                     help="upper bound only: castling threat search replaced by 'nothing threatened'")
     args = ap.parse_args()
     if args.no_threat_search:  # not a valid rule set: measures what the search costs
-        R.threats = lambda board, color, ep, need=True: jnp.zeros(64, jnp.bool_)
+        # place_mask looks both up at trace time (castle_threats gated, threats ungated)
+        R.castle_threats = lambda need, board, color, ep: jnp.zeros(64, jnp.bool_)
+        R.threats = lambda board, color, ep: jnp.zeros(64, jnp.bool_)
     env = envs.make("pacosako")
     print(f"device: {jax.devices()[0].device_kind}, jax {jax.__version__}")
     gates = [False, True] if args.compare_gate else [R.GATE_THREATS]
