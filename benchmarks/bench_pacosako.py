@@ -1,11 +1,9 @@
 """Paco Ŝako random-play throughput: atomic actions (lift/place/promote) per second.
 
-    python benchmarks/bench_pacosako.py [--batches 1 64 1024] [--steps 64] [--compare-gate]
+    python benchmarks/bench_pacosako.py [--batches 1 64 1024] [--steps 64] [--no-threat-search]
 
 Each batch size runs `steps` random legal actions per game inside one jitted lax.scan (games
-that end are restarted), after a warm-up call that compiles. Prints a table. With
---compare-gate each batch size runs twice in the same process: with the castling threat search
-ungated (rules.GATE_THREATS = False, the search's loops run for every game) and gated.
+that end are restarted), after a warm-up call that compiles. Prints a table.
 --no-threat-search replaces the castling threat search by "nothing threatened" (an upper bound
 on what skipping it would give; not a valid rule set).
 """
@@ -72,26 +70,21 @@ def main() -> None:
     ap.add_argument("--batches", type=int, nargs="+", default=[1, 64, 1024])
     ap.add_argument("--steps", type=int, default=64)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--compare-gate", action="store_true")
     ap.add_argument("--no-threat-search", action="store_true",
                     help="upper bound only: castling threat search replaced by 'nothing threatened'")
     args = ap.parse_args()
     if args.no_threat_search:  # not a valid rule set: measures what the search costs
-        # place_mask looks both up at trace time (castle_threats gated, threats ungated)
+        # place_mask looks it up at trace time
         R.castle_threats = lambda need, board, color, ep: jnp.zeros(64, jnp.bool_)
-        R.threats = lambda board, color, ep: jnp.zeros(64, jnp.bool_)
     env = envs.make("pacosako")
     print(f"device: {jax.devices()[0].device_kind}, jax {jax.__version__}")
-    gates = [False, True] if args.compare_gate else [R.GATE_THREATS]
-    print(f"{'batch':>6} {'gate':>5} {'steps':>6} {'compile s':>10} {'best s':>8} {'actions/s':>12} "
+    print(f"{'batch':>6} {'steps':>6} {'compile s':>10} {'best s':>8} {'actions/s':>12} "
           f"{'games ended':>12}")
     for b in args.batches:
-        for gate in gates:
-            R.GATE_THREATS = gate  # read when `run` is traced (its first call)
-            compile_s, best, ended = measure(make_runner(env, b, args.steps), args.repeats)
-            rate = b * args.steps / best
-            print(f"{b:>6} {str(gate):>5} {args.steps:>6} {compile_s:>10.1f} {best:>8.3f} "
-                  f"{rate:>12.0f} {ended:>12}", flush=True)
+        compile_s, best, ended = measure(make_runner(env, b, args.steps), args.repeats)
+        rate = b * args.steps / best
+        print(f"{b:>6} {args.steps:>6} {compile_s:>10.1f} {best:>8.3f} {rate:>12.0f} "
+              f"{ended:>12}", flush=True)
 
 if __name__ == "__main__":
     main()

@@ -11,7 +11,6 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import envs
 from envs import pacosako as P
 from envs._src.pacosako import notation as N
 from envs._src.pacosako import rules as R
@@ -25,23 +24,13 @@ def _load(name):
 
 
 @pytest.fixture(scope="module")
-def env():
-    return envs.make("pacosako")
-
-
-@pytest.fixture(scope="module")
-def START_STATE(env):  # noqa: N802 - reads as the constant it is
-    return jax.jit(env.init)(jax.random.PRNGKey(0))
-
-
-@pytest.fixture(scope="module")
 def env_norep():
     return P.PacoSako(draw_after_repetitions=0)
 
 
 @pytest.fixture(scope="module")
-def steppers(env, env_norep):
-    return {3: jax.jit(env.step), 0: jax.jit(env_norep.step)}
+def steppers(pacosako_env, env_norep):
+    return {3: jax.jit(pacosako_env.step), 0: jax.jit(env_norep.step)}
 
 
 CONTENT = {"": (0, 0)}
@@ -113,9 +102,9 @@ RULES = _load("engine_rule_tests.json")
 
 
 @pytest.mark.parametrize("case", RULES["cases"], ids=[c["name"] for c in RULES["cases"]])
-def test_engine_rule_case(case, env, env_norep, steppers):
+def test_engine_rule_case(case, pacosako_env, env_norep, steppers):
     reps = case.get("draw_after_repetitions", 3)
-    e = env if reps == 3 else env_norep
+    e = pacosako_env if reps == 3 else env_norep
     step = steppers[reps]
     state = e.from_notation(setup_notation(case["setup"]))
     for i, s in enumerate(case["steps"]):
@@ -144,34 +133,50 @@ def test_engine_threats(case, threats_fn):
     assert not diff, f"threat sets differ on {diff}"
 
 
-# a crowded random-game board whose chains reach 2,617 distinct states (engine data, oracle)
+# a crowded random-game board whose chains reach 2,619 distinct states (engine data, oracle)
 CROWDED = "4lk2/1aa1Raw1/3P1C2/R1p2t1s/2P5/2e2Tp1/1pK5/6Sn b 13 - - -"
 
 
 def test_threat_search_capacity_overflow(threats_fn):
-    """Past THREAT_CAPACITY chain states the search reports overflow and every square counts as
-    threatened (castling forbidden) instead of a silently partial set."""
+    """A search that needs more states than its capacity reports overflow; castle_threats then
+    searches again at the second capacity, and only if that overflows too does it report every
+    square threatened (castling forbidden), never a silently partial set."""
     st = P.from_notation(CROWDED)
     args = (st.board, 1 - st.color, st.ep)
     search = jax.jit(R.threat_search, static_argnums=3)
-    threatened, n_states, overflow = search(*args, 64)
+    _, n_states, overflow = search(*args, 64)
     assert bool(overflow) and int(n_states) == 64
     _, n_states, overflow = search(*args, R.THREAT_CAPACITY)
     assert bool(overflow) and int(n_states) == R.THREAT_CAPACITY
-    assert np.all(np.asarray(threats_fn(*args)))
-    # a board needing fewer states is searched exactly at a small capacity too
-    st = P.from_notation(P.START)
-    small, n_states, overflow = search(st.board, 1, st.ep, 64)
-    assert not bool(overflow) and 0 < int(n_states) <= 64
-    assert np.array_equal(np.asarray(small), np.asarray(threats_fn(st.board, 1, st.ep)))
+    exact, n_states, overflow = search(*args, 4096)
+    assert not bool(overflow) and int(n_states) == 2619
+    assert not np.all(np.asarray(exact))
+    # the default pair of capacities: exact through the second search
+    assert np.array_equal(np.asarray(threats_fn(*args)), np.asarray(exact))
+    # small pairs reach both paths, one game (lax.cond) and batched (the custom_vmap rule)
+    start = P.from_notation(P.START)
+    boards = jnp.stack([st.board, start.board, st.board])
+    colors, eps = jnp.array([1 - int(st.color), 1, 1 - int(st.color)]), jnp.full(3, -1)
+    need = jnp.array([True, True, False])
+    start_thr = np.asarray(threats_fn(start.board, 1, start.ep))
+    for capacities, want_crowded in (((64, 4096), np.asarray(exact)),
+                                     ((64, 256), np.ones(64, bool))):
+        ct = R.make_castle_threats(capacities)
+        got = np.asarray(jax.jit(ct)(jnp.bool_(True), *args))
+        assert np.array_equal(got, want_crowded), capacities
+        got = np.asarray(jax.jit(jax.vmap(ct))(need, boards, colors, eps))
+        assert np.array_equal(got[0], want_crowded), capacities
+        assert np.array_equal(got[1], start_thr) and not got[2].any(), capacities
+    with pytest.raises(ValueError, match="capacities"):
+        R.make_castle_threats((256, 64))
 
 
-def test_engine_replays(env, steppers, START_STATE):
+def test_engine_replays(pacosako_env, steppers, pacosako_start):
     """The engine's recorded games: every action legal here, the same outcome at the end."""
     step = steppers[3]
     results = {}
     for game in _load("replays.json")["games"]:
-        state = START_STATE
+        state = pacosako_start
         for i, (kind, value) in enumerate(game["actions"]):
             assert not bool(state.terminated), f"game {game['id']} ended early at {i}"
             a = P.engine_action_to_index(kind, value, int(state.color))
@@ -185,14 +190,14 @@ def test_engine_replays(env, steppers, START_STATE):
     assert results == {13103: "running", 16069: "paco black"}, results
 
 
-def test_opening_book_moves(env, steppers):
+def test_opening_book_moves(pacosako_env, steppers):
     """Every move the engine's opening book suggests is a legal, complete move here."""
     step = steppers[3]
     book = _load("opening_book_sample.json")
     n = over = 0
     for entry in book["entries"]:
         for move in entry["moves"]:
-            state = env.from_notation(entry["fen"])
+            state = pacosako_env.from_notation(entry["fen"])
             if bool(state.terminated):  # a king already in a union: the game is over here
                 assert int(state.termination) == R.PACO
                 over += 1
@@ -210,19 +215,19 @@ def test_opening_book_moves(env, steppers):
     assert n >= 100 and over <= 5, (n, over)
 
 
-def test_initial_state(env, START_STATE):
-    s = START_STATE
+def test_initial_state(pacosako_env, pacosako_start):
+    s = pacosako_start
     assert P.to_notation(s) == P.START
     assert sorted(P.legal_actions(s)) == sorted(
         [f"lift {f}2" for f in "abcdefgh"] + ["lift b1", "lift g1"])
     assert s.observation.shape == (8, 8, 32) and s.observation.dtype == jnp.float32
     assert s.rewards.dtype == jnp.float32 and s.rewards.shape == (2,)
-    assert env.num_actions == 132 and env.id == "pacosako"
+    assert pacosako_env.num_actions == 132 and pacosako_env.id == "pacosako"
 
 
-def test_chain_keeps_player_and_black_frame(env, steppers, START_STATE):
+def test_chain_keeps_player_and_black_frame(pacosako_env, steppers, pacosako_start):
     step = steppers[3]
-    s = START_STATE
+    s = pacosako_start
     for a in ["lift e2", "place e4", "lift d7"]:
         s = step(s, P.action_from_string(s, a))
     # Black acts in a mirrored frame: d7 is the mover's d2, index 64 + 11 + 8 ... place d5 = d4
@@ -233,16 +238,16 @@ def test_chain_keeps_player_and_black_frame(env, steppers, START_STATE):
     assert int(s.current_player) == 0 and P.legal_actions(s) == ["place d5", "place e5"]
 
 
-def test_notation_roundtrip(env):
+def test_notation_roundtrip(pacosako_env):
     for fen in ["rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w 0 AHah - -",
                 "1lb1k3/8/1tapS3/2p2p2/1a2P1a1/1p1Ps1P1/2C1T2p/R1B1K2R w 0 AHah - -",
                 "rnbqkbnr/ppp1pppp/8/3p4/8/8/PPPP1PPP/RNBQKBNR^e4P w 3 AHah d6 -",
                 "4k3/8/8/8/8/8/8/1p2K3 b 4 - - - promote:b1:lift",
                 "4k3/2P5/8/8/8/8/8/4K3 w 4 - - -"]:
-        assert P.to_notation(env.from_notation(fen)) == fen
+        assert P.to_notation(pacosako_env.from_notation(fen)) == fen
     # the engine's test writes the pawn-pawn union as 'A'; it is the same square as 'a'
     engine = "1lb1k3/8/1tApS3/2p2p2/1A2P1A1/1p1Ps1P1/2C1T2p/R1B1K2R w 0 AHah - -"
-    assert P.to_notation(env.from_notation(engine)) == engine.replace("A", "a").replace("aHah", "AHah")
+    assert P.to_notation(pacosako_env.from_notation(engine)) == engine.replace("A", "a").replace("aHah", "AHah")
 
 
 @pytest.mark.parametrize("bad", [
@@ -256,27 +261,27 @@ def test_notation_roundtrip(env):
     "kk6/8/8/8/8/8/8/8 w 0 - - -",
     "_7/8/8/8/8/8/8/8 w 0 - - -",  # both kings in one union
 ])
-def test_bad_notation(bad, env):
+def test_bad_notation(bad, pacosako_env):
     if bad.startswith("rnbqkbn1/"):
-        env.from_notation(bad)  # a missing rook with rights is accepted, like the engine
+        pacosako_env.from_notation(bad)  # a missing rook with rights is accepted, like the engine
         return
     with pytest.raises(ValueError):
-        env.from_notation(bad)
+        pacosako_env.from_notation(bad)
 
 
-def test_illegal_action_boundary_and_jit(env, steppers, START_STATE):
-    s = START_STATE
+def test_illegal_action_boundary_and_jit(pacosako_env, steppers, pacosako_start):
+    s = pacosako_start
     with pytest.raises(ValueError):
-        env.check_action(s, P.action_from_string(s, "lift e1"))
+        pacosako_env.check_action(s, P.action_from_string(s, "lift e1"))
     with pytest.raises(ValueError):
-        env.check_action(s, 132)
+        pacosako_env.check_action(s, 132)
     with pytest.raises(ValueError):
         P.action_from_string(s, "jump e4")
     t = steppers[3](s, P.action_from_string(s, "lift e1"))  # inside jit: pgx-style penalty
     assert bool(t.terminated) and t.rewards.tolist() == [-1.0, 1.0]
 
 
-def test_render_text(env, START_STATE):
-    text = P.render_text(START_STATE)
+def test_render_text(pacosako_env, pacosako_start):
+    text = P.render_text(pacosako_start)
     assert "White to act (lift)" in text
     assert text.splitlines()[0].split()[1:] == [".r", ".n", ".b", ".q", ".k", ".b", ".n", ".r"]

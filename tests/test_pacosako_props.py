@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
 
-import envs
 from envs import pacosako as P
 from envs._src.pacosako import rules as R
 
@@ -27,17 +26,7 @@ SPEC_WHITE_VIEW_LIFT_PROMOTE = SPEC_PERSPECTIVE[:-1] + [0, 1, 0, 0]
 
 
 @pytest.fixture(scope="module")
-def env():
-    return envs.make("pacosako")
-
-
-@pytest.fixture(scope="module")
-def START_STATE(env):  # noqa: N802 - reads as the constant it is
-    return jax.jit(env.init)(jax.random.PRNGKey(0))
-
-
-@pytest.fixture(scope="module")
-def rollout(env):
+def rollout(pacosako_env):
     """jit(keys -> per-step invariants and states) for BATCH random games of STEPS actions."""
 
     def invariants(s):
@@ -66,12 +55,12 @@ def rollout(env):
         return ok
 
     def one_game(key):
-        s = env.init(key)
+        s = pacosako_env.init(key)
 
         def body(s, k):
             logits = jnp.where(s.legal_action_mask, 0.0, -jnp.inf)
             a = jax.random.categorical(k, logits)
-            s = env.step(s, a)
+            s = pacosako_env.step(s, a)
             return s, (invariants(s), s)
 
         return jax.lax.scan(body, s, jax.random.split(key, STEPS))[1]
@@ -111,8 +100,8 @@ def _check_invariants(oks, states):
     assert np.any(np.asarray(states.board[..., 0, :] > 0) & np.asarray(states.board[..., 1, :] > 0))
 
 
-def test_spec_examples(env, START_STATE):
-    s = START_STATE
+def test_spec_examples(pacosako_env, pacosako_start):
+    s = pacosako_start
     assert P.index_representation(s, use_perspective=True).tolist() == SPEC_PERSPECTIVE
     # the spec's second example: white view, must lift and must promote (its "MUST_PLACE")
     got = P.index_representation(s, use_perspective=False, with_must_lift=True,
@@ -122,9 +111,9 @@ def test_spec_examples(env, START_STATE):
     assert t.shape == (8, 8, 30) and float(t.sum()) == 32 + 4 * 64
 
 
-def test_engine_vectors(env, START_STATE):
-    step = jax.jit(env.step)
-    s = step(START_STATE, P.action_from_string(START_STATE, "lift e2"))
+def test_engine_vectors(pacosako_env, pacosako_start):
+    step = jax.jit(pacosako_env.step)
+    s = step(pacosako_start, P.action_from_string(pacosako_start, "lift e2"))
     assert P.index_representation(s).tolist() == [
         64, 129, 194, 259, 324, 197, 134, 71, 8, 9, 10, 11, 13, 14, 15, 432, 433, 434, 435, 436,
         437, 438, 439, 504, 569, 634, 699, 764, 637, 574, 511, 780, 64, 1, 1, 1, 1, 1]
@@ -132,7 +121,7 @@ def test_engine_vectors(env, START_STATE):
     assert P.index_representation(s).tolist() == [
         504, 569, 634, 699, 764, 637, 574, 511, 432, 433, 434, 435, 437, 438, 439, 420, 8, 9, 10,
         11, 12, 13, 14, 15, 64, 129, 194, 259, 324, 197, 134, 71, 1580, 1, 1, 1, 1, 1]
-    s = START_STATE
+    s = pacosako_start
     s = step(s, P.action_from_string(s, "lift c2"))
     s = step(s, P.action_from_string(s, "place c4"))
     got = P.index_representation(s, use_perspective=False, with_must_lift=True,
@@ -163,7 +152,7 @@ def test_expansion_equals_direct_tensor(flags, sample):
     np.testing.assert_array_equal(np.asarray(f(idx)), np.asarray(direct))
 
 
-def test_observation_is_the_default_representation(sample, env):
+def test_observation_is_the_default_representation(sample, pacosako_env):
     _, states = sample
     s = jax.tree_util.tree_map(lambda x: x[0, 41], states)
     np.testing.assert_array_equal(
@@ -172,15 +161,15 @@ def test_observation_is_the_default_representation(sample, env):
                                            with_must_promote=True)))
 
 
-def test_observe_other_player(sample, env):
+def test_observe_other_player(sample, pacosako_env):
     _, states = sample
     flat = jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[2:]), states)
     i = int(np.flatnonzero(np.asarray(flat.color) == 0)[5])
     s = jax.tree_util.tree_map(lambda x: x[i], flat)
     white_view = P.tensor_representation(s, use_perspective=True, with_must_lift=True,
                                          with_must_promote=True)
-    np.testing.assert_array_equal(np.asarray(env.observe(s, 0)), np.asarray(white_view))
-    black_view = np.asarray(env.observe(s, 1))
+    np.testing.assert_array_equal(np.asarray(pacosako_env.observe(s, 0)), np.asarray(white_view))
+    black_view = np.asarray(pacosako_env.observe(s, 1))
     swap = np.r_[6:12, 0:6, 18:24, 12:18, 24, 27, 28, 25, 26, 29, 30, 31]
     np.testing.assert_array_equal(black_view, np.asarray(white_view)[::-1, :, swap])
 
@@ -197,7 +186,7 @@ def test_perspective_flip(sample):
     np.testing.assert_array_equal(mine[..., :29], white[:, ::-1, :, swap])
 
 
-def test_bad_index_input(START_STATE):
+def test_bad_index_input(pacosako_start):
     good = np.array(SPEC_PERSPECTIVE, np.uint32)
     with pytest.raises(ValueError):
         P.expand_index_representation(good[:-1])
@@ -218,4 +207,4 @@ def test_bad_index_input(START_STATE):
     with pytest.raises(ValueError):
         P.expand_index_representation(good.astype(np.float32))
     with pytest.raises(ValueError):
-        P.index_representation(START_STATE, use_perspective=1)
+        P.index_representation(pacosako_start, use_perspective=1)

@@ -179,15 +179,15 @@ def pawn_forward(color):
 # piece in hand and the union it came from, `color`'s piece in each union, en passant used),
 # deduplicated. Nothing else changes during a chain: placing on a square that is not a union
 # ends it, so the occupancy is the board's with the start square vacated (and, after an en
-# passant chain, the advanced pair moved back). THREAT_CAPACITY bounds the states kept; a search
-# that would need more reports `overflow`, and the castling check then treats every square as
-# threatened (castling forbidden; docs/pacosako.md gives the measured state counts).
+# passant chain, the advanced pair moved back). The search keeps at most THREAT_CAPACITY states;
+# the rare boards that need more are searched again with THREAT_CAPACITY_LARGE (a second, bigger
+# static shape, so the common case does not pay for it). A search that needs more than that
+# reports `overflow`, and the castling check then treats every square as threatened (castling
+# forbidden; docs/pacosako.md gives the measured state counts).
 THREAT_CAPACITY = 1024
+THREAT_CAPACITY_LARGE = 65536
 MAX_UNIONS = 16  # at most 16 pieces a side, so at most 16 unions
 _NCHILD = MAX_UNIONS * 4 + 1  # (union, promotion type) children plus the en passant child
-# The search uses the module switch below only through castle_threats (benchmarks can set it
-# False to run the search for every game under vmap; read at trace time).
-GATE_THREATS = True
 
 
 def _threat_row(piece, p, occ, color):
@@ -235,9 +235,10 @@ def _table_insert(table, probe, insert, value):
         lost = lost | jnp.any(pending & ~has)
         pending = pending & has
         slot = jnp.take_along_axis(probe, jnp.argmax(empty, axis=1)[:, None], axis=1)[:, 0]
-        claim = jnp.full(size, probe.shape[0]).at[jnp.where(pending, slot, size)].min(
-            idx, mode="drop")
-        win = pending & (claim[slot] == idx)
+        # the lowest pending child wins a contested slot (compared among the children only,
+        # so a round costs the same whatever the table size)
+        clash = pending[None, :] & (slot[None, :] == slot[:, None]) & (idx[None, :] < idx[:, None])
+        win = pending & ~jnp.any(clash, axis=1)
         table = table.at[jnp.where(win, slot, size)].set(value, mode="drop")
         return table, pending & ~win, lost
 
@@ -285,10 +286,16 @@ def threat_search(board, color, ep, capacity=THREAT_CAPACITY, active=True):
     kinds = jnp.arange(4)
     slots = jnp.arange(MAX_UNIONS)
 
+    def read(q_u, q_hand, q_slot, q_start, q_ep, i):
+        i = jnp.minimum(i, cap - 1)
+        return q_u[i].astype(jnp.int32), q_hand[i], q_slot[i], q_start[i], q_ep[i]
+
     def body(c):
-        head, tail, q_u, q_hand, q_slot, q_start, q_ep, q_key, table, threatened, overflow = c
-        u, hand, slot, s, ep_used = q_u[head].astype(jnp.int32), q_hand[head], q_slot[head], \
-            q_start[head], q_ep[head]
+        head, tail, q_u, q_hand, q_slot, q_start, q_ep, q_key, table, threatened, overflow, cur = c
+        # the state at `head` was read at the end of the previous iteration, after its writes:
+        # read here, XLA fused the reads into later ops and copied two whole queue arrays
+        # every iteration to keep them (O(capacity) per state)
+        u, hand, slot, s, ep_used = cur
         occ = occ0 & (jnp.arange(64) != s)
         occ = jnp.where(ep_used, occ.at[jnp.clip(ep_src, 0, 63)].set(False).at[
             jnp.clip(ep, 0, 63)].set(True), occ)
@@ -333,35 +340,91 @@ def threat_search(board, color, ep, capacity=THREAT_CAPACITY, active=True):
         q_ep = q_ep.at[at].set(c_ep, mode="drop")
         q_key = q_key.at[at].set(c_key, mode="drop")
         tail = jnp.minimum(tail + jnp.sum(new), cap)
+        cur = read(q_u, q_hand, q_slot, q_start, q_ep, head + 1)
         return (head + 1, tail, q_u, q_hand, q_slot, q_start, q_ep, q_key, table,
-                threatened | row, overflow)
+                threatened | row, overflow, cur)
 
     # the start states need no table entries: no chain returns to a start square
     table = jnp.zeros(table_size, jnp.int32)
     init = (jnp.int32(0), n0.astype(jnp.int32), q_u, q_hand, q_slot, q_start, q_ep, q_key,
-            table, jnp.zeros(64, jnp.bool_), jnp.bool_(False))
+            table, jnp.zeros(64, jnp.bool_), jnp.bool_(False),
+            read(q_u, q_hand, q_slot, q_start, q_ep, 0))
     out = jax.lax.while_loop(lambda c: c[0] < c[1], body, init)
     return out[9], out[1], out[10]
 
 
-def threats(board, color, ep):
-    """bool[64]: squares `color` threatens through chains, as the engine's castling check; all
-    squares when the search overflows THREAT_CAPACITY states (castling is then forbidden)."""
-    threatened, _, overflow = threat_search(board, color, ep)
-    return threatened | overflow
+def _search_flagged(board, color, ep, capacity, active=True):
+    threatened, _, overflow = threat_search(board, color, ep, capacity, active)
+    return threatened | overflow, overflow
 
 
-# jitted: their constant tables stay inside their own jaxprs (custom_vmap needs a body without
-# closed-over constants, which a surrounding vmapped lax.cond would batch)
-_threats_jit = jax.jit(threats)
+def make_castle_threats(capacities=(THREAT_CAPACITY, THREAT_CAPACITY_LARGE)):
+    """Builds castle_threats(need, board, color, ep) for a (first, second) pair of search
+    capacities (tests use small ones to reach the overflow paths)."""
+    small, large = capacities
+    if not (isinstance(small, int) and isinstance(large, int) and MAX_UNIONS <= small <= large):
+        raise ValueError(f"capacities must be two ints with {MAX_UNIONS} <= first <= second, "
+                         f"got {capacities!r}")
 
+    # jitted: their constant tables stay inside their own jaxprs (custom_vmap needs a body
+    # without closed-over constants, which a surrounding vmapped lax.cond would batch)
+    @jax.jit
+    def search_large(board, color, ep):
+        return _search_flagged(board, color, ep, large)[0]
 
-@jax.jit
-@jax.vmap
-def _threats_chunk_jit(active, board, color, ep):
-    # padding lanes (active False) search nothing, so they end the while loop at once
-    threatened, _, overflow = threat_search(board, color, ep, active=active)
-    return (threatened | overflow) & active
+    @jax.jit
+    def search_one(board, color, ep):
+        threatened, overflow = _search_flagged(board, color, ep, small)
+        return jax.lax.cond(overflow, lambda: search_large(board, color, ep), lambda: threatened)
+
+    @jax.jit
+    @jax.vmap
+    def search_chunk(active, board, color, ep):
+        # padding lanes (active False) search nothing, so they end the while loop at once
+        threatened, overflow = _search_flagged(board, color, ep, small, active)
+        return threatened & active, overflow & active
+
+    def one(need, board, color, ep):
+        return jax.lax.cond(need, lambda: search_one(board, color, ep), _no_threats)
+
+    @custom_batching.custom_vmap
+    def castle_threats(need, board, color, ep):
+        """threats(board, color, ep) where `need`, else all False; batched: searched only for
+        the games that need it, a chunk at a time."""
+        return one(need, board, color, ep)
+
+    @castle_threats.def_vmap
+    def _vmap_rule(axis_size, in_batched, need, board, color, ep):
+        args = [a if b else jnp.broadcast_to(a, (axis_size,) + jnp.shape(a))
+                for a, b in zip((need, board, color, ep), in_batched)]
+        need, board, color, ep = args
+        if axis_size == 1:  # measured: a while loop here makes batch-1 steps 5x slower than a cond
+            return one(need[0], board[0], color[0], ep[0])[None], True
+        chunk = min(axis_size, THREAT_CHUNK)
+
+        def body(c):
+            pending, out, over = c
+            idx = jnp.nonzero(pending, size=chunk, fill_value=axis_size)[0]
+            active = idx < axis_size
+            safe = jnp.minimum(idx, axis_size - 1)
+            thr, ovf = search_chunk(active, board[safe], color[safe], ep[safe])
+            out = out.at[idx].set(thr, mode="drop")
+            over = over.at[idx].set(ovf, mode="drop")
+            return pending.at[idx].set(False, mode="drop"), out, over
+
+        zeros = jnp.zeros(axis_size, jnp.bool_)
+        _, out, over = jax.lax.while_loop(lambda c: jnp.any(c[0]), body,
+                                          (need, jnp.zeros((axis_size, 64), jnp.bool_), zeros))
+
+        def again(c):  # the games that overflowed the first search, one at a time
+            pending, out = c
+            i = jnp.argmax(pending)
+            return pending.at[i].set(False), out.at[i].set(search_large(board[i], color[i], ep[i]))
+
+        _, out = jax.lax.while_loop(lambda c: jnp.any(c[0]), again, (over, out))
+        return out, True
+
+    return castle_threats
 
 
 # Under vmap the search runs only for the games that need it, THREAT_CHUNK at a time: a
@@ -373,38 +436,14 @@ def _no_threats():
     return jnp.zeros(64, jnp.bool_)
 
 
-def _castle_threats_one(need, board, color, ep):
-    return jax.lax.cond(need, lambda: _threats_jit(board, color, ep), _no_threats)
+castle_threats = make_castle_threats()
 
 
-@custom_batching.custom_vmap
-def castle_threats(need, board, color, ep):
-    """threats(board, color, ep) where `need`, else all False; batched: searched only for the
-    games that need it, a chunk at a time."""
-    return _castle_threats_one(need, board, color, ep)
-
-
-@castle_threats.def_vmap
-def _castle_threats_vmap(axis_size, in_batched, need, board, color, ep):
-    args = [a if b else jnp.broadcast_to(a, (axis_size,) + jnp.shape(a))
-            for a, b in zip((need, board, color, ep), in_batched)]
-    need, board, color, ep = args
-    if axis_size == 1:  # measured: a while loop here makes batch-1 steps 5x slower than a cond
-        return _castle_threats_one(need[0], board[0], color[0], ep[0])[None], True
-    chunk = min(axis_size, THREAT_CHUNK)
-
-    def body(c):
-        pending, out = c
-        idx = jnp.nonzero(pending, size=chunk, fill_value=axis_size)[0]
-        active = idx < axis_size
-        safe = jnp.minimum(idx, axis_size - 1)
-        thr = _threats_chunk_jit(active, board[safe], color[safe], ep[safe])
-        out = out.at[idx].set(thr, mode="drop")
-        return pending.at[idx].set(False, mode="drop"), out
-
-    _, out = jax.lax.while_loop(lambda c: jnp.any(c[0]), body,
-                                (need, jnp.zeros((axis_size, 64), jnp.bool_)))
-    return out, True
+def threats(board, color, ep):
+    """bool[64]: squares `color` threatens through chains, as the engine's castling check; all
+    squares when even the second search overflows (castling is then forbidden). Batches under
+    vmap as castle_threats does."""
+    return castle_threats(jnp.bool_(True), board, color, ep)
 
 
 # --------------------------------------------------------------------------- move generation
@@ -469,10 +508,7 @@ def place_mask(board, color, hand_piece, hand_partner, hand_pos, ep, castling):
     room = jnp.all(~jnp.asarray(C_EMPTY)[opts] | empty[None, :], axis=1)
     avail = castling[opts] & room
     need = jnp.any(avail) & (hand_piece == KING)
-    if GATE_THREATS:
-        thr = castle_threats(need, board, 1 - color, ep)
-    else:
-        thr = threats(board, 1 - color, ep)
+    thr = castle_threats(need, board, 1 - color, ep)
     safe = ~jnp.any(jnp.asarray(C_SAFE)[opts] & thr[None, :], axis=1)
     castle_ok = avail & safe & need
     king = king | jnp.zeros(65, jnp.bool_).at[jnp.asarray(C_KING_TO)[opts]].max(castle_ok)[:64]
