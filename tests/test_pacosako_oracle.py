@@ -52,12 +52,12 @@ def _result(state, i) -> str:
     return RESULTS[t]
 
 
-def _replay(games, pacosako_env, fns):
+def _replay(games, env, fns):
     """Replays `games` in one batch; returns ({game id: first mask/result difference},
     {game id: first threat-set difference}, number of compared action sets, of threat sets,
     of differing threat sets, of differing sets reported all threatened (an overflow))."""
     step, threats = fns
-    state = pacosako_env.from_notations([P.START if g["start"] == "start" else g["start"] for g in games])
+    state = env.from_notations([P.START if g["start"] == "start" else g["start"] for g in games])
     horizon = max(len(g["steps"]) for g in games)
     bad, bad_threats = {}, {}
     n_masks = n_threats = threat_diffs = overflowed = 0

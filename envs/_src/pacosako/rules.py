@@ -353,6 +353,15 @@ def threat_search(board, color, ep, capacity=THREAT_CAPACITY, active=True):
     return out[9], out[1], out[10]
 
 
+# Under vmap the search runs only for the games that need it, THREAT_CHUNK at a time: a
+# vmapped while loop costs its longest lane, and castling checks are rare in play.
+THREAT_CHUNK = 4
+
+
+def _no_threats():
+    return jnp.zeros(64, jnp.bool_)
+
+
 def _search_flagged(board, color, ep, capacity, active=True):
     threatened, _, overflow = threat_search(board, color, ep, capacity, active)
     return threatened | overflow, overflow
@@ -425,15 +434,6 @@ def make_castle_threats(capacities=(THREAT_CAPACITY, THREAT_CAPACITY_LARGE)):
         return out, True
 
     return castle_threats
-
-
-# Under vmap the search runs only for the games that need it, THREAT_CHUNK at a time: a
-# vmapped while loop costs its longest lane, and castling checks are rare in play.
-THREAT_CHUNK = 4
-
-
-def _no_threats():
-    return jnp.zeros(64, jnp.bool_)
 
 
 castle_threats = make_castle_threats()
