@@ -51,6 +51,25 @@ def test_stochastic_search_takes_the_winning_micro_move():
     assert float(out.root_value[0]) > 1.0  # heading for the +2 of a gammon
 
 
+def test_a_certain_gammon_win_is_valued_like_the_envs_gammon_reward():
+    """One value unit end to end: the 4-way head's value, the afterstate value and the env's
+    terminal reward are all points (a gammon is 2), not money equity / 3."""
+    me = [1, 1] + [0] * 23
+    opp = [0] * 5 + [15] + [0] * 19
+    s = backgammon.from_gnubg_board((tuple(opp), tuple(me)), (2, 1), current_player=0)
+    # bear off both checkers: the game ends in a gammon for the mover
+    t = s
+    while not bool(t.terminated):
+        t = ENV.step_deterministic(t, jnp.int32(np.flatnonzero(np.asarray(t.legal_action_mask))[0]))
+    gammon_reward = float(t.rewards[0])
+    assert gammon_reward == 2.0
+    # a head that is certain of a gammon win (win = 1, gammon | win = 1, backgammon rate = 0)
+    certain = jnp.array([[30.0, 30.0, -30.0, -30.0]])
+    evaluator = NetworkEvaluator(lambda v, obs: (jnp.zeros((1, ENV.num_actions)), certain), 4)
+    _, value = evaluator(None, s.observation[None])
+    assert float(value[0]) == pytest.approx(gammon_reward, abs=1e-5)
+
+
 def test_search_returns_legal_actions_on_random_positions():
     key = jax.random.PRNGKey(3)
     step = jax.jit(jax.vmap(ENV.step))
@@ -107,5 +126,5 @@ def test_gnubg_opponent_plays_legal_complete_moves(short_run):
         s = ENV.step(s, a, jax.random.PRNGKey(9))
     trainer, _ = short_run
     result = play_against_gnubg(trainer, num_games=2, max_steps=40)
-    assert set(result) >= {"win_rate", "mean_return", "games_finished"}
+    assert set(result) >= {"win_rate", "mean_return", "finished", "unfinished", "wins", "losses"}
     assert 0.0 <= result["win_rate"] <= 1.0

@@ -39,9 +39,12 @@ class ValueHead(nn.Module):
 
 
 def value_to_scalar(value_out: jax.Array, out_size: int) -> jax.Array:
-    """A scalar value in [-1, 1] for the side to move, from any value head's output.
+    """A scalar value for the side to move, in the game's reward units, from any value head.
 
-    4-way: money equity / 3 (the search's normalised value, see docs/search.md).
+    scalar and WDL heads: [-1, 1]. 4-way (backgammon): cubeless money equity in points, in
+    [-3, 3], the unit of the env's rewards (a certain gammon win is worth 2, as the env's
+    terminal reward), so leaf values, afterstate values, terminal rewards and the greedy
+    baseline add up in one unit (docs/search.md).
     """
     check_value_head_size(out_size)
     if out_size == 1:
@@ -51,4 +54,4 @@ def value_to_scalar(value_out: jax.Array, out_size: int) -> jax.Array:
         return p[..., 0] - p[..., 2]
     from equity import value_outputs_to_equity
 
-    return value_outputs_to_equity(jax.nn.sigmoid(value_out)) / 3.0
+    return value_outputs_to_equity(jax.nn.sigmoid(value_out))

@@ -48,6 +48,8 @@ class SearchConfig:
             raise ValueError(f"num_simulations must be >= 1, got {self.num_simulations}")
         if self.algorithm not in ("muzero", "gumbel"):
             raise ValueError(f"algorithm must be 'muzero' or 'gumbel', got {self.algorithm!r}")
+        if not self.dirichlet_alpha > 0:
+            raise ValueError(f"dirichlet_alpha must be > 0, got {self.dirichlet_alpha}")
         if not 0.0 <= self.dirichlet_fraction <= 1.0:
             raise ValueError(f"dirichlet_fraction must be in [0, 1], got {self.dirichlet_fraction}")
         if self.temperature < 0:
@@ -101,8 +103,43 @@ def _evaluate(
     return _masked_logits(logits, state.legal_action_mask), jnp.where(done, 0.0, value)
 
 
-def make_root(evaluator: NetworkEvaluator, variables, states: State) -> mctx.RootFnOutput:
+def legal_dirichlet_noise(
+    key: jax.Array, legal: jax.Array, alpha: float
+) -> jax.Array:
+    """float32[B, A]: Dirichlet(alpha) noise drawn over each row's legal actions only.
+
+    mctx draws its noise over all `num_actions` and masks afterwards, so at the chess start
+    (20 legal of 4,672) only ~0.4% of its noise mass lands on a legal move. Drawing K gamma
+    variates for the K legal actions and normalising them is a Dirichlet over exactly those.
+    """
+    g = jax.random.gamma(key, alpha, legal.shape)
+    g = jnp.where(legal, g, 0.0)
+    total = g.sum(-1, keepdims=True)
+    # alpha << 1 can underflow every draw of a row to 0: fall back to uniform over legal actions
+    uniform = legal / jnp.maximum(legal.sum(-1, keepdims=True), 1)
+    return jnp.where(total > 0, g / jnp.where(total > 0, total, 1.0), uniform)
+
+
+def noised_prior_logits(
+    key: jax.Array, logits: jax.Array, legal: jax.Array, alpha: float, fraction: float
+) -> jax.Array:
+    """Root prior logits of `(1 - fraction) * softmax(logits) + fraction * Dir(alpha)` over the
+    legal actions (alphazero-chess.md §5.6); illegal actions keep the float minimum."""
+    prior = jax.nn.softmax(_masked_logits(logits, legal), axis=-1)
+    mixed = (1.0 - fraction) * prior + fraction * legal_dirichlet_noise(key, legal, alpha)
+    return _masked_logits(jnp.log(jnp.maximum(mixed, jnp.finfo(mixed.dtype).tiny)), legal)
+
+
+def make_root(
+    evaluator: NetworkEvaluator, variables, states: State,
+    noise: Optional[tuple[jax.Array, float, float]] = None,
+) -> mctx.RootFnOutput:
+    """The root of a search; `noise = (key, alpha, fraction)` mixes Dirichlet noise into the
+    prior over the legal actions only."""
     logits, value = _evaluate(evaluator, variables, states)
+    if noise is not None and noise[2] > 0:
+        key, alpha, fraction = noise
+        logits = noised_prior_logits(key, logits, states.legal_action_mask, alpha, fraction)
     return mctx.RootFnOutput(prior_logits=logits, value=value, embedding=states)
 
 
@@ -187,7 +224,12 @@ def search(
         raise ValueError(
             f"{env.id} is a simultaneous-move game: use turbozero.search.mcgs, not mctx"
         )
-    root = make_root(evaluator, variables, states)
+    k_noise, key = jax.random.split(key)
+    # Gumbel roots explore through their Gumbel draws; PUCT roots get the Dirichlet noise here,
+    # over the legal actions, and mctx is given a zero fraction (its own noise covers all actions).
+    noise = None if config.algorithm == "gumbel" and not env.is_stochastic else (
+        k_noise, config.dirichlet_alpha, config.dirichlet_fraction)
+    root = make_root(evaluator, variables, states, noise)
     invalid = ~states.legal_action_mask
     common = dict(
         params=variables,
@@ -202,8 +244,7 @@ def search(
         out = mctx.stochastic_muzero_policy(
             decision_recurrent_fn=decision_fn,
             chance_recurrent_fn=chance_fn,
-            dirichlet_alpha=config.dirichlet_alpha,
-            dirichlet_fraction=config.dirichlet_fraction,
+            dirichlet_fraction=0.0,
             pb_c_init=config.pb_c_init,
             pb_c_base=config.pb_c_base,
             temperature=config.temperature,
@@ -218,8 +259,7 @@ def search(
     else:
         out = mctx.muzero_policy(
             recurrent_fn=make_recurrent_fn(env, evaluator),
-            dirichlet_alpha=config.dirichlet_alpha,
-            dirichlet_fraction=config.dirichlet_fraction,
+            dirichlet_fraction=0.0,
             pb_c_init=config.pb_c_init,
             pb_c_base=config.pb_c_base,
             temperature=config.temperature,
