@@ -8,16 +8,24 @@ from typing import Any
 
 from turbozero.search.mcgs import MCGSConfig
 from turbozero.search.mctx_policies import SearchConfig
+from turbozero.training.acting import TemperatureSchedule
 from turbozero.training.loop import TrainConfig
+
+# Self-play acting schedules (alphazero-chess.md §6.6: tau = 1 for the first 30 moves, then
+# argmax). Backgammon counts checker moves (about 3 per turn) and gets its variety from the
+# dice, so it turns greedy after 20 of them (~7 turns); not tuned.
+_CHESS_LIKE = TemperatureSchedule(temperature=1.0, moves=30)
+_BACKGAMMON = TemperatureSchedule(temperature=1.0, moves=20)
 
 _PYRAT_TINY = dict(
     env_config=(("width", 7), ("height", 7), ("cheese_count", 10), ("max_turns", 60)),
     num_envs=32, collect_steps=30, train_steps=64, batch_size=128, replay_capacity=120,
     num_iterations=20, eval_every=10, eval_games=32, learning_rate=3e-3,
     network={"num_filters": 16, "num_layers": 2, "hidden": 64},
-    # acting at temperature 0.5 on the visits (targets stay the plain visit shares):
-    # self-play games then collect their cheese instead of wandering
-    search=MCGSConfig(num_simulations=32, temperature=0.5),
+    # acting at temperature 0.5 on the visits for the whole game (targets stay the plain visit
+    # shares): self-play games then collect their cheese instead of wandering
+    search=MCGSConfig(num_simulations=32),
+    temperature_schedule=TemperatureSchedule(temperature=0.5, moves=None),
     max_eval_steps=60, eval_opponents=("random", "greedy"),
 )
 
@@ -27,19 +35,19 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             num_envs=32, collect_steps=32, train_steps=16, batch_size=128, replay_capacity=256,
             num_iterations=24, eval_every=24, eval_games=32, learning_rate=3e-3,
             network={"hidden_sizes": (64, 64)}, search=SearchConfig(num_simulations=8),
-            max_eval_steps=1200, eval_opponents=("random", "greedy"),
+            max_eval_steps=1200, eval_opponents=("random", "greedy"), temperature_schedule=_BACKGAMMON,
         ),
         "small": dict(
             num_envs=256, collect_steps=64, train_steps=64, batch_size=512, replay_capacity=1024,
             num_iterations=500, eval_every=25, eval_games=256, learning_rate=1e-3,
             network={"hidden_sizes": (256, 256, 256)}, search=SearchConfig(num_simulations=64),
-            max_eval_steps=2000, eval_opponents=("random", "greedy"),
+            max_eval_steps=2000, eval_opponents=("random", "greedy"), temperature_schedule=_BACKGAMMON,
         ),
         "large": dict(
             num_envs=1024, collect_steps=64, train_steps=128, batch_size=2048, replay_capacity=2048,
             num_iterations=5000, eval_every=100, eval_games=1024, learning_rate=1e-3,
             network={"hidden_sizes": (512, 512, 512, 512)}, search=SearchConfig(num_simulations=200),
-            max_eval_steps=2000, eval_opponents=("random", "greedy"),
+            max_eval_steps=2000, eval_opponents=("random", "greedy"), temperature_schedule=_BACKGAMMON,
         ),
     },
     "pgx/tic_tac_toe": {
@@ -48,6 +56,7 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             num_iterations=20, eval_every=10, eval_games=16, learning_rate=3e-3,
             network={"hidden_sizes": (32, 32)}, search=SearchConfig(num_simulations=16),
             max_eval_steps=9, eval_opponents=("random",),
+            temperature_schedule=TemperatureSchedule(temperature=1.0, moves=4),
         ),
     },
     "chess": {
@@ -57,6 +66,7 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             network={"num_filters": 16, "num_blocks": 1, "value_hidden": 32},
             search=SearchConfig(num_simulations=8),
             max_eval_steps=200, eval_opponents=("random",),
+            temperature_schedule=_CHESS_LIKE,
         ),
         "large": dict(
             num_envs=512, collect_steps=64, train_steps=256, batch_size=256, replay_capacity=1024,
@@ -64,6 +74,7 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             network={"num_filters": 192, "num_blocks": 15, "value_hidden": 256},
             search=SearchConfig(num_simulations=800),
             max_eval_steps=512, eval_opponents=("random", "greedy"),
+            temperature_schedule=_CHESS_LIKE,
         ),
     },
     "pyrat": {
@@ -75,7 +86,8 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             num_envs=512, collect_steps=100, train_steps=128, batch_size=1024, replay_capacity=600,
             num_iterations=2000, eval_every=50, eval_games=256, learning_rate=1e-3,
             network={"num_filters": 64, "num_layers": 6, "hidden": 256},
-            search=MCGSConfig(num_simulations=256, temperature=0.5),
+            search=MCGSConfig(num_simulations=256),
+            temperature_schedule=TemperatureSchedule(temperature=0.5, moves=None),
             max_eval_steps=300, eval_opponents=("random", "greedy"),
         ),
     },
@@ -86,6 +98,7 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             network={"num_filters": 16, "num_blocks": 1, "value_hidden": 32},
             search=SearchConfig(num_simulations=8),
             max_eval_steps=300, eval_opponents=("random",),
+            temperature_schedule=_CHESS_LIKE,
         ),
     },
 }

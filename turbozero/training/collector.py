@@ -10,6 +10,7 @@ from flax import struct
 
 from envs.core import Env, State
 from turbozero.training import replay
+from turbozero.training.acting import TemperatureSchedule
 
 # search_fn(variables, states[B], key) -> (actions [B] or [B, P], policy targets [B, ...])
 SearchFn = Callable[[Any, State, jax.Array], tuple[jax.Array, jax.Array]]
@@ -46,15 +47,21 @@ def collect(
     buffer: replay.ReplayBuffer,
     key: jax.Array,
     num_steps: int,
+    schedule: TemperatureSchedule = TemperatureSchedule(),
 ) -> tuple[CollectorState, replay.ReplayBuffer, CollectStats]:
-    """Play `num_steps` moves in every game (lax.scan), writing every position to `buffer`."""
+    """Play `num_steps` moves in every game (lax.scan), writing every position to `buffer`.
+
+    The move played comes from the search's policy target through `schedule` (the search's own
+    action is not used), so every search algorithm acts by the same schedule.
+    """
     num_envs = collector.episode_id.shape[0]
 
     def one_step(carry, step_key):
         col, buf, stats = carry
-        k_search, k_step, k_reset = jax.random.split(step_key, 3)
+        k_search, k_act, k_step, k_reset = jax.random.split(step_key, 4)
         s = col.env_state
-        actions, policy = search_fn(variables, s, k_search)
+        _, policy = search_fn(variables, s, k_search)
+        actions = schedule.act(k_act, policy, s.step_count)
         buf = replay.add(
             buf,
             s.observation,
