@@ -25,7 +25,7 @@ import numpy as np
 from flax import struct
 
 from envs._src.backgammon import notation, rules
-from envs.core import ILLEGAL_ACTION_PENALTY, Array, Env, PRNGKey, State
+from envs.core import ILLEGAL_ACTION_PENALTY, Array, Env, PRNGKey, State, require_unbatched
 
 OBS_SIZE = 24 * 4 * 2 + 4 + 6 + 1
 
@@ -213,6 +213,7 @@ class Backgammon(Env):
     # ------------------------------------------------------------ boundary helpers
     def check_action(self, state: BackgammonState, action) -> None:
         """ValueError if `action` is illegal (also at a chance state: roll first)."""
+        require_unbatched(state, "backgammon: check_action")
         if bool(state.is_chance) and not (bool(state.terminated) or bool(state.truncated)):
             raise ValueError("backgammon: this is a chance state; call step_chance (roll) first")
         super().check_action(state, action)
@@ -250,16 +251,19 @@ def _decision_state_jit(board, outcome, player):
 
 def to_gnubg_board(state: BackgammonState):
     """gnubg's (opponent, on roll) board pair, `state.current_player` on roll."""
+    require_unbatched(state, "backgammon: to_gnubg_board")
     return notation.board_to_gnubg(np.asarray(state.board))
 
 
 def to_position_id(state: BackgammonState) -> str:
     """gnubg Position ID of a concrete state, the player to move (or to roll) on roll."""
+    require_unbatched(state, "backgammon: to_position_id")
     return notation.encode_position_id(to_gnubg_board(state))
 
 
 def render(state: BackgammonState) -> str:
     """A readable text diagram of a concrete state."""
+    require_unbatched(state, "backgammon: render")
     return notation.render_board(
         np.asarray(state.board), int(state.current_player), np.asarray(state.dice),
         np.asarray(state.remaining), bool(state.is_chance), bool(state.terminated),

@@ -25,7 +25,7 @@ from flax import struct
 from envs._src.chess import bitboard as bbm
 from envs._src.chess import core
 from envs._src.chess.core import NUM_ACTIONS, REASONS
-from envs.core import Env, State
+from envs.core import Env, State, require_unbatched
 
 Array = jax.Array
 HISTORY = 8  # past positions in the observation
@@ -332,13 +332,6 @@ def from_fen(fen: str, max_plies: int = 512) -> ChessState:
     )
 
 
-def _check_unbatched(state: ChessState) -> None:
-    if np.asarray(state.board).shape != (12, 2):
-        raise ValueError(
-            f"expected one unbatched chess state, got board shape {np.asarray(state.board).shape}"
-        )
-
-
 def _piece_map(state: ChessState) -> dict[int, tuple[int, int]]:
     board = np.asarray(state.board).astype(np.uint64)
     words = board[:, 0] | (board[:, 1] << np.uint64(32))
@@ -354,7 +347,7 @@ def _piece_map(state: ChessState) -> dict[int, tuple[int, int]]:
 
 def to_fen(state: ChessState) -> str:
     """FEN of a concrete unbatched state (en passant written only when capturable)."""
-    _check_unbatched(state)
+    require_unbatched(state, "chess: to_fen")
     pieces = _piece_map(state)
     rows = []
     for rank in range(7, -1, -1):
@@ -386,7 +379,7 @@ def encode_move(state: ChessState, uci: str, *, legal_only: bool = True) -> int:
     ValueError if the string is not a UCI move, the move cannot be encoded, or (with
     `legal_only`, the default) it is not legal here.
     """
-    _check_unbatched(state)
+    require_unbatched(state, "chess: encode_move")
     if not isinstance(uci, str):
         raise ValueError(f"UCI move must be a string, got {type(uci).__name__}")
     m = _UCI.match(uci)
@@ -432,7 +425,7 @@ def _decode(a: int, color: int, pieces: dict) -> str:
 
 def decode_action(state: ChessState, action) -> str:
     """The UCI string of `action` in a concrete unbatched state (it need not be legal)."""
-    _check_unbatched(state)
+    require_unbatched(state, "chess: decode_action")
     a = int(action)
     if not 0 <= a < NUM_ACTIONS:
         raise ValueError(f"action {a} out of range [0, {NUM_ACTIONS})")
@@ -441,7 +434,7 @@ def decode_action(state: ChessState, action) -> str:
 
 def legal_moves_uci(state: ChessState) -> list[str]:
     """The legal moves of a concrete unbatched state as UCI strings (none if it is over)."""
-    _check_unbatched(state)
+    require_unbatched(state, "chess: legal_moves_uci")
     if bool(state.terminated) or bool(state.truncated):
         return []
     pieces, color = _piece_map(state), int(state.current_player)
@@ -452,13 +445,14 @@ def legal_moves_uci(state: ChessState) -> list[str]:
 def termination_reason(state: ChessState) -> str:
     """'ongoing', 'checkmate', 'stalemate', 'insufficient_material', 'fifty_moves',
     'threefold_repetition' or 'ply_cap'."""
+    require_unbatched(state, "chess: termination_reason")
     return REASONS[int(state.termination)]
 
 
 # ---------------------------------------------------------------------- rendering
 def render_text(state: ChessState) -> str:
     """The board as text, rank 8 on top, White upper case, '.' for an empty square."""
-    _check_unbatched(state)
+    require_unbatched(state, "chess: render_text")
     pieces = _piece_map(state)
     lines = []
     for rank in range(7, -1, -1):
@@ -478,7 +472,7 @@ _GLYPH.update({(1, i): g for i, g in enumerate("\u265f\u265e\u265d\u265c\u265b\u
 
 def render_svg(state: ChessState, size: int = 360, last_action: Optional[int] = None) -> str:
     """An SVG image of the board (rank 8 on top), for notebooks: `IPython.display.SVG(...)`."""
-    _check_unbatched(state)
+    require_unbatched(state, "chess: render_svg")
     pieces = _piece_map(state)
     sq = size / 8
     highlight = set()

@@ -63,6 +63,21 @@ class State:
     step_count: Array
 
 
+def require_unbatched(state: State, what: str) -> None:
+    """Raise `ValueError` unless `state` is one game, not a batch of them.
+
+    Helpers that read a state as Python values (rendering, notation, `check_action`) would
+    otherwise fail deep inside with numpy's "truth value of an array is ambiguous". Every
+    unbatched state has a scalar `step_count`; a batch has one per game.
+    """
+    batch = np.shape(state.step_count)
+    if batch != ():
+        raise ValueError(
+            f"{what} takes one unbatched state, got a batch of shape {batch}; "
+            "pick one game first, e.g. jax.tree_util.tree_map(lambda x: x[i], states)"
+        )
+
+
 class Env(abc.ABC):
     """Base class of every environment. Subclasses implement `_init`, `_step`, `_observe`."""
 
@@ -134,6 +149,7 @@ class Env(abc.ABC):
     # ------------------------------------------------------------- boundary checks
     def check_action(self, state: State, action: Any) -> None:
         """Raise `ValueError` if `action` is illegal in a concrete (unbatched) `state`."""
+        require_unbatched(state, f"{self.id}: check_action")
         mask = np.asarray(state.legal_action_mask)
         a = np.asarray(action)
         if self.is_simultaneous:

@@ -27,7 +27,7 @@ from flax import struct
 from envs._src.pacosako import notation as N
 from envs._src.pacosako import repr as RP
 from envs._src.pacosako import rules as R
-from envs.core import Env, State
+from envs.core import Env, State, require_unbatched
 
 Array = jax.Array
 NUM_ACTIONS = R.NUM_ACTIONS
@@ -195,14 +195,9 @@ def from_notations(texts, env: Optional[PacoSako] = None) -> PacoSakoState:
     return (env or _DEFAULT).from_notations(list(texts))
 
 
-def _check_unbatched(state) -> None:
-    if np.ndim(state.color) != 0:
-        raise ValueError("pacosako: expected one state, got a batch")
-
-
 def to_notation(state: PacoSakoState) -> str:
     """The text notation of one (unbatched) state."""
-    _check_unbatched(state)
+    require_unbatched(state, "pacosako: to_notation")
     f = {k: np.asarray(getattr(state, k)) for k in _FIELDS}
     return N.write(f["board"], f["color"], f["required"], f["hand_piece"], f["hand_partner"],
                    f["hand_pos"], f["ep"], f["promotion"], f["castling"], f["no_progress"])
@@ -210,7 +205,7 @@ def to_notation(state: PacoSakoState) -> str:
 
 def render_text(state: PacoSakoState) -> str:
     """A text diagram of one state with the side to act and the termination."""
-    _check_unbatched(state)
+    require_unbatched(state, "pacosako: render_text")
     text = N.render(state.board, state.color, state.hand_piece, state.hand_partner,
                     state.hand_pos)
     status = REASONS[int(state.termination)]
@@ -226,7 +221,7 @@ _KIND = ("lift", "place", "promote, then lift", "promote, then place", "promote"
 
 def action_to_string(state: PacoSakoState, action: int) -> str:
     """'lift e2', 'place e4' or 'promote queen' for an action in `state`'s mover frame."""
-    _check_unbatched(state)
+    require_unbatched(state, "pacosako: action_to_string")
     a = int(action)
     if not 0 <= a < NUM_ACTIONS:
         raise ValueError(f"pacosako: action {a} out of range [0, {NUM_ACTIONS})")
@@ -238,7 +233,7 @@ def action_to_string(state: PacoSakoState, action: int) -> str:
 
 def action_from_string(state: PacoSakoState, text: str) -> int:
     """Inverse of `action_to_string` (no legality check; see `env.check_action`)."""
-    _check_unbatched(state)
+    require_unbatched(state, "pacosako: action_from_string")
     parts = text.strip().lower().split()
     if len(parts) != 2 or parts[0] not in ("lift", "place", "promote"):
         raise ValueError(f"pacosako: bad action {text!r} (e.g. 'lift e2', 'promote queen')")
@@ -260,7 +255,7 @@ def engine_action_to_index(kind: str, value, color: int) -> int:
 
 def legal_actions(state: PacoSakoState) -> list[str]:
     """The legal actions of one state as strings (empty at a terminal state)."""
-    _check_unbatched(state)
+    require_unbatched(state, "pacosako: legal_actions")
     if bool(state.terminated) or bool(state.truncated):
         return []
     return [action_to_string(state, a) for a in np.flatnonzero(np.asarray(state.legal_action_mask))]

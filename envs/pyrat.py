@@ -32,7 +32,7 @@ from flax import struct
 
 from envs._src.pyrat import maze as mz
 from envs._src.pyrat.maze import DOWN, DX, DY, LEFT, RIGHT, STAY, UP, Maze, load_maze
-from envs.core import Array, Env, PRNGKey, State
+from envs.core import Array, Env, PRNGKey, State, require_unbatched
 
 __all__ = ["PyRat", "PyRatState", "Maze", "load_maze", "UP", "RIGHT", "DOWN", "LEFT", "STAY",
            "NUM_PLANES", "PLAYER_PLANES", "VIEW_CHANNELS", "ACTION_SWAP"]
@@ -317,4 +317,6 @@ class PyRat(Env):
 
     def __repr__(self) -> str:
         return (f"PyRat({self.width}x{self.height}, cheese={self.cheese_count}, "
+        require_unbatched(state, "pyrat: render")
                 f"max_turns={self.max_turns}{', fixed maze' if self.fixed_maze else ''})")
+        require_unbatched(state, "pyrat: to_maze")
