@@ -226,17 +226,42 @@ def neighbour(a: jax.Array, d: int, fill: Any) -> jax.Array:
     return p[1 + DY[d]: 1 + DY[d] + h, 1 + DX[d]: 1 + DX[d] + w]
 
 
-def flood(cost: jax.Array, start: jax.Array) -> jax.Array:
-    """bool[H, W]: cells reachable from the cells of `start` (bool[H, W])."""
+def _passage_ends(width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
+    """Flat cell indices (a, b) of every passage: horizontal ones first ([H, W-1] order,
+    (x, y)-(x+1, y)), then vertical ones ([H-1, W] order, (x, y)-(x, y+1))."""
+    idx = np.arange(width * height).reshape(height, width)
+    a = np.concatenate([idx[:, :-1].reshape(-1), idx[:-1, :].reshape(-1)])
+    b = np.concatenate([idx[:, 1:].reshape(-1), idx[1:, :].reshape(-1)])
+    return a, b
+
+
+def components(is_open: jax.Array, width: int, height: int) -> jax.Array:
+    """int32[H * W]: each cell's connected component, named by its smallest flat index.
+
+    `is_open` is bool[passages] in `_passage_ends` order. Hooking (each open passage lowers the
+    label its ends point to) plus pointer jumping (label = label[label]) settles in a few dozen
+    rounds, where a flood needs one round per cell of the longest path (hundreds on big mazes).
+    """
+    n = width * height
+    a, b = _passage_ends(width, height)
 
     def body(c):
-        reach, _ = c
-        new = reach
-        for d in range(4):
-            new = new | ((cost[..., d] > 0) & neighbour(reach, d, False))
-        return new, jnp.any(new != reach)
+        label, _ = c
+        la, lb = label[a], label[b]
+        low = jnp.minimum(la, lb)
+        # closed passages write to index n, which mode="drop" ignores
+        new = label.at[jnp.where(is_open, la, n)].min(low, mode="drop")
+        new = new.at[jnp.where(is_open, lb, n)].min(low, mode="drop")
+        new = new[new][new]
+        return new, jnp.any(new != label)
 
+    start = jnp.arange(n, dtype=jnp.int32)
     return jax.lax.while_loop(lambda c: c[1], body, (start, jnp.array(True)))[0]
+
+
+def _twin(flat_h: jax.Array, flat_v: jax.Array) -> jax.Array:
+    """Each passage's rotated twin, in `_passage_ends` order (the rotation reverses each part)."""
+    return jnp.concatenate([flat_h[::-1], flat_v[::-1]])
 
 
 def generate(key: jax.Array, width: int, height: int, cheese_count: int, wall_density: float,
@@ -244,54 +269,58 @@ def generate(key: jax.Array, width: int, height: int, cheese_count: int, wall_de
     """A random connected maze, symmetric under the 180-degree rotation, with symmetric cheese.
 
     Each passage is a wall with probability `wall_density`; an open one is mud with
-    probability `mud_density`, of weight uniform in 2..mud_range. Then, while the cells reachable
-    from (0, 0) are not all cells, a random wall between a reached and an unreached cell is opened
-    together with its rotated twin. Cheese: `cheese_count // 2` random cells of one half of the
+    probability `mud_density`, of weight uniform in 2..mud_range. Then, while the maze has more
+    than one connected component, every component opens its highest-scored wall to another
+    component (random scores, fixed for the whole repair) together with its rotated twin. Cheese: `cheese_count // 2` random cells of one half of the
     board (start cells excluded) and their twins, plus the centre cell if the count is odd.
     Returns (cost int32[H, W, 4], cheese bool[H, W]).
     """
     kw_h, kw_v, km_h, km_v, kv_h, kv_v, kc, kr = jax.random.split(key, 8)
     w, h = width, height
 
-    def draw(kw, km, kv, shape):
-        is_open = jax.random.uniform(kw, shape) >= wall_density
+    def open_value(km, kv, shape):
+        """The cost of an open passage: mud of a random weight, or 1."""
         is_mud = jax.random.uniform(km, shape) < mud_density
         weight = jax.random.randint(kv, shape, 2, max(mud_range, 2) + 1)
-        c = jnp.where(is_open, jnp.where(is_mud & (mud_range >= 2), weight, 1), 0)
-        return _sym(c.astype(jnp.int32))
+        return jnp.where(is_mud & (mud_range >= 2), weight, 1).astype(jnp.int32)
+
+    def draw(kw, km, kv, shape):
+        is_open = jax.random.uniform(kw, shape) >= wall_density
+        return _sym(jnp.where(is_open, open_value(km, kv, shape), 0))
 
     hor = draw(kw_h, km_h, kv_h, (h, w - 1))
     ver = draw(kw_v, km_v, kv_v, (h - 1, w))
-    start = jnp.zeros((h, w), bool).at[0, 0].set(True)
+    nh = hor.size
+    passages = jnp.concatenate([hor.reshape(-1), ver.reshape(-1)])
+
+    # Repair (Boruvka): every component opens its highest-scored wall to another component,
+    # with the wall's twin, until one component is left. The scores are fixed and twin-symmetric,
+    # so the opened walls are a random spanning tree of the components (as many openings as a
+    # wall-at-a-time repair makes) in O(log components) rounds instead of one round per wall.
+    rs_h, rs_v, rm_h, rm_v, rw_h, rw_v = jax.random.split(kr, 6)
+    score = jnp.concatenate([_sym(jax.random.uniform(rs_h, hor.shape)).reshape(-1),
+                             _sym(jax.random.uniform(rs_v, ver.shape)).reshape(-1)])
+    opened = jnp.concatenate([_sym(open_value(rm_h, rw_h, hor.shape)).reshape(-1),
+                              _sym(open_value(rm_v, rw_v, ver.shape)).reshape(-1)])
+    a, b = _passage_ends(w, h)
 
     def not_done(c):
-        hor, ver, _ = c
-        return ~jnp.all(flood(passages_to_cost(hor, ver), start))
+        _, label = c
+        return jnp.any(label != 0)
 
     def repair(c):
-        hor, ver, k = c
-        k, k1, k2, k3 = jax.random.split(k, 4)
-        reach = flood(passages_to_cost(hor, ver), start)
-        cand_h = (hor == 0) & (reach[:, :-1] != reach[:, 1:])
-        cand_v = (ver == 0) & (reach[:-1, :] != reach[1:, :])
-        cand = jnp.concatenate([cand_h.reshape(-1), cand_v.reshape(-1)])
-        g = jax.random.gumbel(k1, cand.shape)
-        pick = jnp.argmax(jnp.where(cand, g, -jnp.inf))
-        is_mud = jax.random.uniform(k2) < mud_density
-        weight = jax.random.randint(k3, (), 2, max(mud_range, 2) + 1)
-        val = jnp.where(is_mud & (mud_range >= 2), weight, 1).astype(jnp.int32)
-        nh = hor.size
-        fh, fv = hor.reshape(-1), ver.reshape(-1)
-        in_h = pick < nh
-        ih = jnp.where(in_h, pick, 0)
-        iv = jnp.where(in_h, 0, pick - nh)
-        if nh:
-            fh = jnp.where(in_h, fh.at[ih].set(val).at[nh - 1 - ih].set(val), fh)
-        if fv.size:
-            fv = jnp.where(in_h, fv, fv.at[iv].set(val).at[fv.size - 1 - iv].set(val))
-        return fh.reshape(hor.shape), fv.reshape(ver.shape), k
+        passages, label = c
+        la, lb = label[a], label[b]
+        candidate = (passages == 0) & (la != lb)
+        s = jnp.where(candidate, score, -1.0)
+        best = jnp.full(w * h, -1.0).at[la].max(s).at[lb].max(s)
+        pick = candidate & ((s == best[la]) | (s == best[lb]))
+        pick = pick | _twin(pick[:nh], pick[nh:])
+        passages = jnp.where(pick, opened, passages)
+        return passages, components(passages > 0, w, h)
 
-    hor, ver, _ = jax.lax.while_loop(not_done, repair, (hor, ver, kr))
+    passages, _ = jax.lax.while_loop(not_done, repair, (passages, components(passages > 0, w, h)))
+    hor, ver = passages[:nh].reshape(hor.shape), passages[nh:].reshape(ver.shape)
     cost = passages_to_cost(hor, ver)
 
     n = w * h
