@@ -135,6 +135,10 @@ class PyRat(Env):
         self._z_pos = _zobrist((2, n), 2)
         self._z_mud = _zobrist((2, max_mud + 1), 3)
         self._z_turn = _zobrist((self.max_turns + 2,), 4)
+        # scores and the end flag decide what follows (a score above half the cheese ends the
+        # game), so they are part of the key; scores are multiples of 0.5, indexed by 2 * score
+        self._z_score = _zobrist((2, 2 * self.cheese_count + 1), 5)
+        self._z_end = _zobrist((), 6)
 
     # ------------------------------------------------------------------ protocol
     def _init(self, key: PRNGKey) -> PyRatState:
@@ -239,7 +243,10 @@ class PyRat(Env):
         return n.astype(jnp.int32), outcomes, a2i.astype(jnp.int32)
 
     def state_key(self, state: PyRatState) -> Array:
-        """uint32[2]: a 64-bit Zobrist key of (positions, remaining cheese, mud, turn)."""
+        """uint32[2]: a 64-bit Zobrist key of (positions, remaining cheese, mud, turn, scores,
+        terminated). The spec's key stops at the turn; the scores and the end flag are added
+        because they decide the end of the game, so two states that differ only there have
+        different futures (one may be finished, the other not)."""
         w = self.width
         cells = state.positions[:, 1] * w + state.positions[:, 0]
         zc = jnp.where(state.cheese.reshape(-1)[:, None], jnp.asarray(self._z_cheese),
@@ -250,6 +257,9 @@ class PyRat(Env):
             jnp.asarray(self._z_mud)[jnp.arange(2), jnp.clip(state.mud_turns, 0,
                                                              self._z_mud.shape[1] - 1)],
             jnp.asarray(self._z_turn)[jnp.clip(state.step_count, 0, self.max_turns + 1)][None],
+            jnp.asarray(self._z_score)[jnp.arange(2), jnp.clip(
+                jnp.round(2 * state.scores).astype(jnp.int32), 0, self._z_score.shape[1] - 1)],
+            jnp.where(state.terminated, jnp.asarray(self._z_end), jnp.uint32(0))[None],
         ], axis=0)
         return jax.lax.reduce(parts, jnp.uint32(0), jax.lax.bitwise_xor, (0,))
 
@@ -267,7 +277,8 @@ class PyRat(Env):
     def same_position(self, a: dict[str, Array], b: dict[str, Array]) -> Array:
         """Exact equality of the transposition key's fields (guards against hash collisions)."""
         return (jnp.all(a["positions"] == b["positions"]) & jnp.all(a["mud_turns"] == b["mud_turns"])
-                & (a["step_count"] == b["step_count"]) & jnp.all(a["cheese"] == b["cheese"]))
+                & (a["step_count"] == b["step_count"]) & jnp.all(a["cheese"] == b["cheese"])
+                & jnp.all(a["scores"] == b["scores"]) & (a["terminated"] == b["terminated"]))
 
     # --------------------------------------------------------------- baselines
     def distance_to_cheese(self, state: PyRatState) -> Array:

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from envs.pyrat import RIGHT, UP, PyRat
+from envs.pyrat import LEFT, RIGHT, STAY, UP, PyRat
 from turbozero.networks.simultaneous import TwoPlayerNet
 from turbozero.search.mcgs import (MCGSConfig, make_mcgs_fn, mcgs_search, network_eval_fn,
                                    uniform_eval_fn)
@@ -102,3 +102,66 @@ def test_full_table_is_reported_not_overrun():
     assert child.max() < 6  # no pointer past the table
     # visits only on expanded edges
     assert (np.asarray(out.graph.visits[0])[child < 0] == 0).all()
+
+
+# A corridor of 5 cells (one row), cheese at x = 1, 2, 4; a score above 1.5 wins. From the start
+# (player 1 at x = 0, player 2 at x = 3) two turns lead to player 1 on x = 2, player 2 on x = 3,
+# only the cheese at x = 4 left:
+#   (RIGHT, STAY), (RIGHT, STAY): player 1 takes both cheese, scores (2, 0): the game is over;
+#   (RIGHT, LEFT), (RIGHT, RIGHT): one each, scores (1, 1): the game goes on.
+CORRIDOR = {"width": 5, "height": 1, "walls": [], "mud": [], "cheese": [[1, 0], [2, 0], [4, 0]],
+            "player1": [0, 0], "player2": [3, 0]}
+
+
+def _corridor_states():
+    env = PyRat(maze=CORRIDOR, max_turns=10)
+    s = env.init(jax.random.PRNGKey(0))
+    step = jax.jit(env.step)
+    won = step(step(s, jnp.array([RIGHT, STAY])), jnp.array([RIGHT, STAY]))
+    on = step(step(s, jnp.array([RIGHT, LEFT])), jnp.array([RIGHT, RIGHT]))
+    return env, s, won, on
+
+
+def test_scores_and_end_are_in_the_key():
+    env, _, won, on = _corridor_states()
+    # the two states agree on everything the spec's key holds ...
+    np.testing.assert_array_equal(won.positions, on.positions)
+    np.testing.assert_array_equal(won.cheese, on.cheese)
+    np.testing.assert_array_equal(won.mud_turns, on.mud_turns)
+    assert int(won.step_count) == int(on.step_count) == 2
+    # ... but one is finished and the other is not
+    np.testing.assert_array_equal(won.scores, [2.0, 0.0])
+    np.testing.assert_array_equal(on.scores, [1.0, 1.0])
+    assert bool(won.terminated) and not bool(on.terminated)
+    assert not np.array_equal(env.state_key(won), env.state_key(on))
+    assert not bool(env.same_position(env.search_embedding(won), env.search_embedding(on)))
+    assert bool(env.same_position(env.search_embedding(on), env.search_embedding(on)))
+
+
+def test_terminal_and_live_states_get_distinct_nodes():
+    env, s, won, on = _corridor_states()
+    roots = jax.tree_util.tree_map(lambda x: x[None], s)
+    # a wide exploration (c_puct 10) so that both paths are played
+    out = make_mcgs_fn(uniform_eval_fn, env, MCGSConfig(num_simulations=100, c_puct=10.0))(
+        None, roots, jax.random.PRNGKey(0))
+    g = jax.tree_util.tree_map(lambda x: np.asarray(x)[0], out.graph)
+    n = int(g.num_nodes)
+    same = [i for i in range(n)
+            if (g.emb["positions"][i] == np.asarray(on.positions)).all()
+            and (g.emb["cheese"][i] == np.asarray(on.cheese)).all()
+            and int(g.emb["step_count"][i]) == 2]
+    by_scores = {tuple(g.emb["scores"][i].tolist()): i for i in same}
+    assert set(by_scores) >= {(2.0, 0.0), (1.0, 1.0)}, by_scores
+    t, live = by_scores[(2.0, 0.0)], by_scores[(1.0, 1.0)]
+    assert t != live
+    # the finished one is a terminal node: never evaluated, no future value
+    assert g.terminal[t] and not g.evaluated[t]
+    np.testing.assert_array_equal(g.Q[t], [0.0, 0.0])
+    assert not g.terminal[live] and g.evaluated[live]
+
+    def child(node, a1, a2):  # the node reached from `node` by actions (a1, a2)
+        return int(g.child[node, g.a2i[node, 0, a1], g.a2i[node, 1, a2]])
+
+    # each path leads to its own node
+    assert child(child(0, RIGHT, STAY), RIGHT, STAY) == t
+    assert child(child(0, RIGHT, LEFT), RIGHT, RIGHT) == live

@@ -6,6 +6,9 @@ its own plain-Python PyRat (rules of NOTES.md), with a deterministic evaluator c
 game state. After N playouts the kernel must hold the same graph: the same nodes (by state key),
 the same edge visits and children, and the same Q values.
 
+A deliberate deviation from the spec's pseudo-code, made in the kernel and here alike
+(docs/mcgs.md): the state key also holds the scores (they decide the end of the game).
+
 The reference is also imported by benchmarks/bench_mcgs.py (playouts/s of plain Python).
 """
 
@@ -84,8 +87,10 @@ class Game:
                                                                   list(mud), list(scores), turn)
 
     def state_key(self):
+        # the spec's key plus the scores (a deviation, see the module docstring); the end of the
+        # game is a function of these fields, so the flag need not be added
         return (self.pos[0], self.pos[1], frozenset(self.cheese), self.mud[0], self.mud[1],
-                self.turn)
+                self.turn, tuple(self.scores))
 
 
 def det_hash(x1, y1, x2, y2, m1, m2, turn, cheese_cells):
@@ -307,9 +312,11 @@ MAZE_MUD = {  # walls, mud of weights 2 and 3, cheese near both rats
     "cheese": [[2, 2], [1, 1], [3, 3], [0, 4], [4, 0]],
     "player1": [0, 0], "player2": [4, 4],
 }
-MAZE_OPEN = {  # no walls, no mud: many transpositions
+MAZE_OPEN = {  # no walls, no mud: many transpositions (7 cheese, so that playouts following
+    # the hash priors do not end the game within a few turns and stop finding transpositions)
     "width": 5, "height": 5, "walls": [], "mud": [],
-    "cheese": [[1, 2], [3, 2], [4, 0], [0, 4], [2, 2]], "player1": [0, 0], "player2": [4, 4],
+    "cheese": [[1, 2], [3, 2], [4, 0], [0, 4], [2, 2], [1, 0], [3, 4]], "player1": [0, 0],
+    "player2": [4, 4],
 }
 MAZE_CORRIDOR = {  # a corridor maze with heavy mud and an asymmetric start
     "width": 5, "height": 5,
@@ -393,7 +400,8 @@ def kernel_index(graph):
         ys, xs = np.nonzero(emb["cheese"][i])
         key = ((int(pos[0, 0]), int(pos[0, 1])), (int(pos[1, 0]), int(pos[1, 1])),
                frozenset((int(x), int(y)) for x, y in zip(xs, ys)), int(emb["mud_turns"][i, 0]),
-               int(emb["mud_turns"][i, 1]), int(emb["step_count"][i]))
+               int(emb["mud_turns"][i, 1]), int(emb["step_count"][i]),
+               tuple(float(v) for v in emb["scores"][i]))
         assert key not in out, "the kernel created two nodes for one state"
         out[key] = i
     return out

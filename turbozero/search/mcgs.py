@@ -8,8 +8,8 @@ an array here. In short, per game (the batch is a vmap over games):
   `Q[2]`, the outcome indexing (`n_out[2]`, `outcomes[2, 5]`, `a2i[2, 5]`) and the edge arrays
   `visits[5, 5]`, `edge_r[5, 5, 2]`, `child[5, 5]` (-1 = unexpanded), padded from `[n1, n2]`;
 * a transposition table of T = 2^k >= 2C slots (open addressing, linear probing) holding node
-  indices; a hit is confirmed on the exact key fields (positions, cheese, mud, turn), never on the
-  hash alone.
+  indices; a hit is confirmed on the exact key fields (PyRat: positions, cheese, mud, turn, scores,
+  end flag), never on the hash alone.
 
 One simulation = one playout per game: a descent (decoupled PUCT with Option D marginal Q and the
 FPU offset; an unexpanded edge is expanded by stepping the env and looking the child up; the
