@@ -165,3 +165,31 @@ def test_terminal_and_live_states_get_distinct_nodes():
     # each path leads to its own node
     assert child(child(0, RIGHT, STAY), RIGHT, STAY) == t
     assert child(child(0, RIGHT, LEFT), RIGHT, RIGHT) == live
+
+
+def prefer_eval(params, x):
+    """Network stand-in: params = int32[2] preferred actions; every state gets logits peaked on
+    them (3 against 0), values 0."""
+    b = x.shape[0]
+    logits = 3.0 * jax.nn.one_hot(params, 5)
+    return (jnp.broadcast_to(logits[0], (b, 5)), jnp.broadcast_to(logits[1], (b, 5)),
+            jnp.zeros(b), jnp.zeros(b))
+
+
+OPEN_5x5 = {"width": 5, "height": 5, "walls": [], "mud": [], "cheese": [[2, 2]],
+            "player1": [0, 0], "player2": [4, 4]}
+
+
+def test_first_selection_follows_the_prior():
+    # player 1 at (0, 0): outcomes UP, RIGHT, stay; player 2 at (4, 4): DOWN, LEFT, stay. The
+    # preferred outcome is never outcome 0, the one a sqrt(N) exploration term takes on the tie.
+    env = PyRat(maze=OPEN_5x5, max_turns=10)
+    fn = make_mcgs_fn(prefer_eval, env, MCGSConfig(num_simulations=2))  # root, then 1 selection
+    for p1_action, p2_action in ((RIGHT, 3), (4, 3), (RIGHT, 4)):
+        g = fn(jnp.array([p1_action, p2_action]), roots(env, 1), jax.random.PRNGKey(0)).graph
+        child = np.asarray(g.child[0, 0])
+        a2i = np.asarray(g.a2i[0, 0])
+        want = (a2i[0, p1_action], a2i[1, p2_action])
+        assert want[0] != 0 and want[1] != 0
+        assert np.argwhere(child >= 0).tolist() == [list(want)], (p1_action, p2_action)
+        assert int(np.asarray(g.visits[0, 0])[want]) == 1

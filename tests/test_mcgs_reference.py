@@ -6,8 +6,10 @@ its own plain-Python PyRat (rules of NOTES.md), with a deterministic evaluator c
 game state. After N playouts the kernel must hold the same graph: the same nodes (by state key),
 the same edge visits and children, and the same Q values.
 
-A deliberate deviation from the spec's pseudo-code, made in the kernel and here alike
-(docs/mcgs.md): the state key also holds the scores (they decide the end of the game).
+Two deliberate deviations from the spec's pseudo-code, made in the kernel and here alike
+(docs/mcgs.md): the state key also holds the scores (they decide the end of the game), and the
+PUCT exploration term scales with sqrt(max(N, 1)) instead of sqrt(N), so that the first
+selection at a node follows the priors.
 
 The reference is also imported by benchmarks/bench_mcgs.py (playouts/s of plain Python).
 """
@@ -256,8 +258,9 @@ class ReferenceMCGS:
         marginal = node.edge_visits.sum(axis=1 - p)
         q = self.compute_marginal_Q(node, p)
         prior = node.prior_p1 if p == 0 else node.prior_p2
-        scores = [q[i] + self.c_puct * prior[i] * math.sqrt(total_visits) / (1 + marginal[i])
-                  for i in range(len(q))]
+        # sqrt(max(N, 1)), not the spec's sqrt(N): see the module docstring
+        scores = [q[i] + self.c_puct * prior[i] * math.sqrt(max(total_visits, 1))
+                  / (1 + marginal[i]) for i in range(len(q))]
         return int(np.argmax(scores))
 
     def expand_edge(self, node, game, o1, o2):
@@ -359,9 +362,9 @@ def run_reference(maze_dict, n, cfg):
         marginal = node.edge_visits.sum(axis=1 - p)
         q = ref.compute_marginal_Q(node, p)
         prior = node.prior_p1 if p == 0 else node.prior_p2
-        sc = sorted((q[i] + ref.c_puct * prior[i] * math.sqrt(total) / (1 + marginal[i])
+        sc = sorted((q[i] + ref.c_puct * prior[i] * math.sqrt(max(total, 1)) / (1 + marginal[i])
                      for i in range(len(q))), reverse=True)
-        if len(sc) > 1 and total > 0:
+        if len(sc) > 1:  # at a fresh node too: the priors now decide there
             gaps.append(sc[0] - sc[1])
         return select(node, p)
 

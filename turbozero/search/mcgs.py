@@ -12,7 +12,8 @@ an array here. In short, per game (the batch is a vmap over games):
   end flag), never on the hash alone.
 
 One simulation = one playout per game: a descent (decoupled PUCT with Option D marginal Q and the
-FPU offset; an unexpanded edge is expanded by stepping the env and looking the child up; the
+FPU offset; exploration scaled by sqrt(max(N, 1)), so the first selection at a node follows the
+priors; an unexpanded edge is expanded by stepping the env and looking the child up; the
 descent goes on through an already-evaluated child, i.e. a transposition) ending at a new leaf, a
 terminal node or (option) a short-circuit; then ONE batched call of the evaluator on the leaves of
 all games; then the backup: along the path from the deepest node up, `visits[o1, o2] += 1` and
@@ -194,10 +195,15 @@ def _marginal_q(g: Graph, node: jax.Array, cfg: MCGSConfig) -> tuple[jax.Array, 
 
 
 def _select(g: Graph, node: jax.Array, cfg: MCGSConfig) -> tuple[jax.Array, jax.Array]:
-    """Decoupled PUCT: each player's argmax over its own outcomes."""
+    """Decoupled PUCT: each player's argmax over its own outcomes.
+
+    The exploration term scales with sqrt(max(N, 1)), N the node's edge visits, where the spec
+    has sqrt(N) (lc0 does the same): with sqrt(N) the term is 0 at a fresh node, every outcome
+    ties at the FPU value and outcome 0 is taken whatever the priors say.
+    """
     q, m = _marginal_q(g, node, cfg)
     total = g.visits[node].sum().astype(jnp.float32)
-    score = q + cfg.c_puct * g.prior[node] * jnp.sqrt(total) / (1.0 + m)
+    score = q + cfg.c_puct * g.prior[node] * jnp.sqrt(jnp.maximum(total, 1.0)) / (1.0 + m)
     valid = jnp.arange(A)[None, :] < g.n_out[node][:, None]
     o = jnp.argmax(jnp.where(valid, score, -jnp.inf), axis=1).astype(jnp.int32)
     return o[0], o[1]
