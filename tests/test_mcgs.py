@@ -9,8 +9,8 @@ import pytest
 
 from envs.pyrat import LEFT, RIGHT, STAY, UP, PyRat
 from turbozero.networks.simultaneous import TwoPlayerNet
-from turbozero.search.mcgs import (MCGSConfig, make_mcgs_fn, mcgs_search, network_eval_fn,
-                                   uniform_eval_fn)
+from turbozero.search.mcgs import (MCGSConfig, _reduce_prior, make_mcgs_fn, mcgs_search,
+                                   network_eval_fn, uniform_eval_fn)
 
 GREEDY_MAZE = {  # cheese next to player 1 (right) and next to player 2 (below it)
     "width": 5, "height": 5, "walls": [[0, 0, 0, 1]], "mud": [],
@@ -193,3 +193,45 @@ def test_first_selection_follows_the_prior():
         assert want[0] != 0 and want[1] != 0
         assert np.argwhere(child >= 0).tolist() == [list(want)], (p1_action, p2_action)
         assert int(np.asarray(g.visits[0, 0])[want]) == 1
+
+
+def test_root_noise_over_valid_outcomes_only():
+    env = PyRat(maze=OPEN_5x5, max_turns=10)
+    r = roots(env, 4)  # four copies of one root; each rat has 3 valid outcomes of 5 there
+    prefer = jnp.array([RIGHT, 3])
+    noisy = make_mcgs_fn(prefer_eval, env, MCGSConfig(num_simulations=8, dirichlet_fraction=0.25))(
+        prefer, r, jax.random.PRNGKey(3))
+    g = noisy.graph
+    logits = 3.0 * jax.nn.one_hot(prefer, 5)
+    # the network's prior on every node (outcome-reduced), player by player: [B, C, 2, A]
+    net = jnp.stack([jax.vmap(jax.vmap(_reduce_prior, (None, 0, 0)), (None, 0, 0))(
+        logits[p], g.a2i[:, :, p], g.n_out[:, :, p]) for p in range(2)], axis=2)
+    net, prior = np.asarray(net), np.asarray(g.prior)
+    p0, p1 = net[:, 0], prior[:, 0]  # the root
+    valid = np.arange(5)[None, None, :] < np.asarray(g.n_out[:, 0])[..., None]
+    assert (np.asarray(g.n_out[:, 0]) == 3).all()
+    np.testing.assert_allclose(p1.sum(-1), 1.0, rtol=1e-6)
+    assert (p1[~valid] == 0).all() and (p0[~valid] == 0).all()
+    assert (p1[valid] != p0[valid]).all()
+    assert (p1[valid] >= 0.75 * p0[valid] - 1e-6).all()  # at most the fraction is replaced
+    # the games of the batch draw different noise
+    assert not np.allclose(p1[0], p1[1])
+    # only the root is noised: every other evaluated node holds the network's prior
+    ev_nodes = np.asarray(g.evaluated).copy()
+    ev_nodes[:, 0] = False
+    assert ev_nodes.sum() > 4
+    np.testing.assert_allclose(prior[ev_nodes], net[ev_nodes], rtol=1e-6, atol=1e-7)
+    # and without the setting, the root holds the network's prior too
+    plain = make_mcgs_fn(prefer_eval, env, MCGSConfig(num_simulations=2))(
+        prefer, r, jax.random.PRNGKey(3))
+    np.testing.assert_allclose(np.asarray(plain.graph.prior[:, 0]), p0, rtol=1e-6, atol=1e-7)
+
+
+def test_bad_noise_settings():
+    with pytest.raises(ValueError, match="dirichlet_fraction"):
+        MCGSConfig(dirichlet_fraction=1.5)
+    with pytest.raises(ValueError, match="dirichlet_fraction"):
+        MCGSConfig(dirichlet_fraction=-0.1)
+    with pytest.raises(ValueError, match="dirichlet_alpha"):
+        MCGSConfig(dirichlet_alpha=0.0)
+    assert MCGSConfig().dirichlet_fraction == 0.0 and MCGSConfig().dirichlet_alpha == 0.3

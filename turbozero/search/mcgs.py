@@ -56,6 +56,10 @@ class MCGSConfig:
         N(child) = 1 + its total visits >= short_circuit_factor * (edge visits + 1), count the
         visit on the edge without descending (off by default).
     evaluator_input: "observation" (float planes [B, H, W, C]) or "state" (the env states).
+    dirichlet_alpha: concentration of the root noise, drawn over each player's valid outcomes.
+    dirichlet_fraction: share of the root prior replaced by that noise once the root is
+        evaluated. 0 by default: the MCGS spec has no root noise, and 0 keeps the search
+        noiseless, as the reference test checks it; self-play presets may turn it on.
     """
 
     num_simulations: int = 64
@@ -67,6 +71,8 @@ class MCGSConfig:
     short_circuit: bool = False
     short_circuit_factor: float = 4.0
     evaluator_input: Literal["observation", "state"] = "observation"
+    dirichlet_alpha: float = 0.3
+    dirichlet_fraction: float = 0.0
 
     def __post_init__(self) -> None:
         if self.num_simulations < 1:
@@ -83,6 +89,11 @@ class MCGSConfig:
         if self.evaluator_input not in ("observation", "state"):
             raise ValueError(f"mcgs: evaluator_input must be 'observation' or 'state', got "
                              f"{self.evaluator_input!r}")
+        if not 0.0 <= self.dirichlet_fraction <= 1.0:
+            raise ValueError(f"mcgs: dirichlet_fraction must be in [0, 1], got "
+                             f"{self.dirichlet_fraction}")
+        if not self.dirichlet_alpha > 0:
+            raise ValueError(f"mcgs: dirichlet_alpha must be > 0, got {self.dirichlet_alpha}")
 
     @property
     def num_nodes(self) -> int:
@@ -295,12 +306,27 @@ def _reduce_prior(logits: jax.Array, a2i: jax.Array, n: jax.Array) -> jax.Array:
     return mean / jnp.maximum(mean.sum(), 1e-30)
 
 
-def _evaluate_and_backup(g: Graph, path, depth, leaf, out) -> Graph:
+def _root_noise(key: jax.Array, n_out: jax.Array, alpha: float) -> jax.Array:
+    """float32[B, 2, A]: per game and player a Dirichlet(alpha) draw over its n_out int32[B, 2]
+    valid outcomes, 0 past them (one gamma draw for the whole batch: cheaper to compile than a
+    vmapped one)."""
+    valid = jnp.arange(A) < n_out[..., None]
+    gam = jnp.where(valid, jax.random.gamma(key, alpha, valid.shape), 0.0)
+    s = gam.sum(-1, keepdims=True)
+    # all draws can underflow to 0 for a small alpha: fall back to uniform then
+    return jnp.where(s > 0, gam / jnp.where(s > 0, s, 1.0), valid / n_out[..., None])
+
+
+def _evaluate_and_backup(g: Graph, path, depth, leaf, out, noise, fraction: float) -> Graph:
+    """Store the leaf's evaluation (the root's prior mixed with `noise` float32[2, A] when
+    `fraction` > 0), then back the path up."""
     l1, l2, v1, v2 = out
     has = leaf >= 0
     li = jnp.maximum(leaf, 0)
     prior = jnp.stack([_reduce_prior(l1, g.a2i[li, 0], g.n_out[li, 0]),
                        _reduce_prior(l2, g.a2i[li, 1], g.n_out[li, 1])])
+    if fraction > 0:  # the root is evaluated once, by the first playout
+        prior = jnp.where(li == 0, (1.0 - fraction) * prior + fraction * noise, prior)
     u = jnp.stack([v1, v2]).astype(jnp.float32)
     g = g.replace(
         prior=g.prior.at[li].set(jnp.where(has, prior, g.prior[li])),
@@ -369,6 +395,11 @@ def mcgs_search(eval_fn: EvalFn, params: Any, env: Env, root_states: State, key:
     if batch is None:
         raise ValueError("mcgs: root_states must be batched (leading axis B)")
     g = jax.vmap(lambda s: _init_graph(env, s, config))(root_states)
+    if config.dirichlet_fraction > 0:  # split only then: without noise the keys stay as they were
+        key, noise_key = jax.random.split(key)
+        noise = _root_noise(noise_key, g.n_out[:, 0], config.dirichlet_alpha)
+    else:
+        noise = jnp.zeros((batch, 2, A), jnp.float32)
 
     def simulate(_, g):
         g, path, depth, leaf = jax.vmap(lambda gg, s: _descend(env, s, gg, config))(
@@ -378,7 +409,8 @@ def mcgs_search(eval_fn: EvalFn, params: Any, env: Env, root_states: State, key:
         states = jax.vmap(env.search_restore)(root_states, emb)
         x = states if config.evaluator_input == "state" else states.observation
         out = eval_fn(params, x)
-        return jax.vmap(_evaluate_and_backup)(g, path, depth, leaf, out)
+        return jax.vmap(lambda *a: _evaluate_and_backup(*a, config.dirichlet_fraction))(
+            g, path, depth, leaf, out, noise)
 
     n = config.num_simulations if num_playouts is None else jnp.minimum(
         jnp.asarray(num_playouts, jnp.int32), config.num_simulations)
