@@ -7,23 +7,76 @@ import json
 import os
 import sys
 import time
+import warnings
 from typing import Optional, Sequence
 
 from turbozero import presets
 
 
-def _parse_overrides(pairs: Sequence[str]) -> dict:
-    """`key=value` pairs (values parsed as JSON when possible) into a dict."""
-    out = {}
-    for pair in pairs:
-        if "=" not in pair:
-            raise ValueError(f"--set expects key=value, got {pair!r}")
-        key, value = pair.split("=", 1)
-        try:
-            out[key] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key] = value
-    return out
+DEFAULT_PRESET = "tiny"
+BACKGAMMON_EXTRA = 'pip install -e ".[backgammon]"'
+
+# Wall time of `turbozero train GAME --preset P` on 2 CPU cores, where someone measured it (the
+# docs page named holds the conditions); every other preset says "not measured".
+MEASURED_TIMES: dict[tuple[str, str], str] = {
+    ("pyrat", "tiny"): "4 min 50 s (docs/pyrat.md)",
+    ("pyrat", "small"): "45 min 44 s (docs/pyrat.md)",
+    ("pacosako", "tiny"): "1 min 52 s (docs/pacosako.md)",
+}
+
+
+def games_with_presets() -> list[str]:
+    from turbozero.games import GAMES
+
+    return [g for g in sorted(GAMES) if presets.available_presets(g)]
+
+
+def check_opponents(game: str, opponents: Sequence[str]) -> None:
+    """Fail before any training or compiling when an opponent cannot play: gnubg is an
+    optional package (the backgammon extra) and plays backgammon only."""
+    if "gnubg" not in opponents:
+        return
+    if game != "backgammon":
+        raise ValueError(f"the gnubg opponent plays backgammon only, not {game}")
+    try:
+        import gnubg  # noqa: F401
+    except ImportError:
+        raise ValueError(f"the gnubg opponent needs the gnubg package: {BACKGAMMON_EXTRA}") from None
+
+
+def _recorded_preset(run_dir: str) -> Optional[str]:
+    """The preset `turbozero train` recorded in the run's cli.json (None for runs made from
+    Python)."""
+    path = os.path.join(run_dir, "cli.json")
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        return json.load(f).get("preset")
+
+
+def train_config(args: argparse.Namespace):
+    """The config `turbozero train` runs: the preset's (or, with --resume, the run's stored
+    one) with --set / --iterations / --seed applied, each value checked against its field."""
+    from turbozero.training.run_config import load_run_config, parse_overrides, with_overrides
+
+    if args.resume:
+        if args.run_dir is None:
+            raise ValueError("--resume needs --run-dir DIR, the run to continue")
+        base = load_run_config(args.run_dir)  # a missing directory is an error here
+        if base.game != args.game:
+            raise ValueError(f"{args.run_dir} is a run of {base.game}, not {args.game}")
+        if args.preset is not None and args.preset != _recorded_preset(args.run_dir):
+            raise ValueError(f"--preset {args.preset}: {args.run_dir} was not made with that "
+                             "preset; --resume continues the run's stored config (change "
+                             "fields with --set)")
+    else:
+        base = presets.get_preset(args.game, args.preset or DEFAULT_PRESET)
+    overrides = parse_overrides(base, args.set or [])
+    if args.iterations is not None:
+        overrides["num_iterations"] = args.iterations
+    if args.seed is not None:
+        overrides["seed"] = args.seed
+    return with_overrides(base, overrides)
 
 
 def enable_compilation_cache() -> None:
@@ -42,18 +95,19 @@ def enable_compilation_cache() -> None:
 def _train(args: argparse.Namespace) -> int:
     from turbozero.training import Trainer
 
-    overrides = _parse_overrides(args.set or [])
-    if args.iterations is not None:
-        overrides["num_iterations"] = args.iterations
-    if args.seed is not None:
-        overrides["seed"] = args.seed
-    config = presets.get_preset(args.game, args.preset, **overrides)
+    from turbozero.training.checkpoints import write_json_atomic
+
+    config = train_config(args)
+    check_opponents(config.game, config.eval_opponents)
+    preset = args.preset or DEFAULT_PRESET
     run_dir = args.run_dir or os.path.join(
-        "runs", f"{args.game.replace('/', '_')}-{args.preset}-{time.strftime('%Y%m%d-%H%M%S')}"
+        "runs", f"{args.game.replace('/', '_')}-{preset}-{time.strftime('%Y%m%d-%H%M%S')}"
     )
     trainer = Trainer(config, run_dir, resume=args.resume)
-    with open(os.path.join(trainer.run_dir.path, "cli.json"), "w", encoding="utf-8") as f:
-        json.dump({"game": args.game, "preset": args.preset, "overrides": overrides}, f)
+    if not args.resume:  # the command that made the run; the full config is in the marker
+        write_json_atomic(os.path.join(trainer.run_dir.path, "cli.json"),
+                          {"game": args.game, "preset": preset, "set": args.set or [],
+                           "iterations": args.iterations, "seed": args.seed})
     print(f"run directory: {trainer.run_dir.path}")
     trained: list[dict] = []
     last = {}
@@ -91,56 +145,102 @@ def tqdm_write(msg: str) -> None:
 def _eval(args: argparse.Namespace) -> int:
     from turbozero.training import Trainer
 
-    path = os.path.join(args.run_dir, "cli.json")
-    if not os.path.exists(path):
-        raise ValueError(f"{args.run_dir} is not a run directory made by `turbozero train`")
-    with open(path, encoding="utf-8") as f:
-        made = json.load(f)
-    overrides = dict(made["overrides"])
+    from turbozero.training.checkpoints import load_checkpoint
+    from turbozero.training.run_config import load_run_config, with_overrides
+
+    # any run directory: made by `turbozero train` or by `Trainer(config, run_dir)` in Python
+    config = load_run_config(args.run_dir)
+    check_opponents(config.game, [args.opponent])
     if args.games is not None:
-        overrides["eval_games"] = args.games
-    config = presets.get_preset(made["game"], made["preset"], **overrides)
-    trainer = Trainer(config, args.run_dir, resume=True)
-    if trainer.run_dir.latest_step() is None:
-        raise ValueError(f"no checkpoint in {args.run_dir}")
+        config = with_overrides(config, {"eval_games": args.games})
+    trainer = Trainer(config)  # no run directory: evaluating reads the run, never writes it
+    trainer.state, _ = load_checkpoint(args.run_dir, trainer.state)
     result = trainer.evaluate(args.opponent)
     print(json.dumps({"iteration": int(trainer.state.iteration), "opponent": args.opponent, **result}))
-    trainer.run_dir.close()
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="turbozero", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    t = sub.add_parser("train", help="train a game with a preset")
-    t.add_argument("game")
-    t.add_argument("--preset", default="tiny")
+    games = games_with_presets()
+    t = sub.add_parser("train", help="train a game with a preset",
+                       description="Train GAME with a preset; `turbozero presets GAME` lists "
+                       "the presets with their sizes and times.")
+    t.add_argument("game", metavar="GAME", choices=games, help="one of: " + ", ".join(games))
+    t.add_argument("--preset", default=None,
+                   help=f"preset name (default: {DEFAULT_PRESET}; with --resume: the run's own "
+                   "stored config)")
     t.add_argument("--run-dir", default=None, help="default: runs/<game>-<preset>-<time>")
-    t.add_argument("--resume", action="store_true", help="continue the run in --run-dir")
-    t.add_argument("--iterations", type=int, default=None)
+    t.add_argument("--resume", action="store_true",
+                   help="continue the run in --run-dir (which must exist) from its newest "
+                   "intact checkpoint, with the config it stored")
+    t.add_argument("--iterations", type=int, default=None, help="set num_iterations")
     t.add_argument("--seed", type=int, default=None)
-    t.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config field")
+    t.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="override a config field, checked against its type; repeatable. "
+                   "Nested: search.num_simulations=16; tuples: eval_opponents=random,greedy; "
+                   'dicts merge: network={"num_filters": 8} or network.num_filters=8')
     t.add_argument("--no-progress", action="store_true")
     t.set_defaults(func=_train)
     e = sub.add_parser("eval", help="play a checkpoint against a baseline")
     e.add_argument("run_dir")
-    e.add_argument("--opponent", default="random", help="random, greedy or gnubg (backgammon)")
+    e.add_argument("--opponent", default="random", choices=("random", "greedy", "gnubg"),
+                   help=f"random, greedy or gnubg (backgammon; needs {BACKGAMMON_EXTRA})")
     e.add_argument("--games", type=int, default=None)
     e.set_defaults(func=_eval)
-    p = sub.add_parser("presets", help="list the presets of a game")
-    p.add_argument("game")
-    p.set_defaults(func=lambda a: print(", ".join(presets.available_presets(a.game)) or "none") or 0)
+    p = sub.add_parser("presets", help="list the presets of a game: sizes and times")
+    p.add_argument("game", metavar="GAME", help="one of: " + ", ".join(games))
+    p.set_defaults(func=_presets)
     return parser
+
+
+def _presets(args: argparse.Namespace) -> int:
+    print(format_presets(args.game))
+    return 0
+
+
+def _sizes(value) -> str:
+    """A network option as typed on the command line: (64, 64) -> 64,64."""
+    if isinstance(value, (tuple, list)):
+        return ",".join(_sizes(v) for v in value)
+    return str(value)
+
+
+def format_presets(game: str) -> str:
+    """One line per preset of `game`: its sizes and its wall time on 2 CPU cores."""
+    names = presets.available_presets(game)
+    if not names:
+        raise ValueError(f"no presets for game {game!r}; games with presets: "
+                         + ", ".join(games_with_presets()))
+    rows = [("preset", "num_envs", "simulations", "iterations", "network",
+             "time on 2 CPU cores")]
+    for name in names:
+        cfg = presets.get_preset(game, name)
+        network = " ".join(f"{k}={_sizes(v)}" for k, v in dict(cfg.network).items()) or "default"
+        rows.append((name, str(cfg.num_envs), str(getattr(cfg.search, "num_simulations", "?")),
+                     str(cfg.num_iterations), network,
+                     MEASURED_TIMES.get((game, name), "not measured")))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1] for r in rows]
+    return f"{game}\n" + "\n".join(lines)
+
+
+def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Warnings on the command line as one line each, without the source line under them."""
+    print(f"turbozero: warning: {message}", file=sys.stderr if file is None else file)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     enable_compilation_cache()
-    try:
-        return args.func(args)
-    except ValueError as err:
-        print(f"turbozero: error: {err}", file=sys.stderr)
-        return 2
+    with warnings.catch_warnings():
+        warnings.showwarning = _one_line_warning
+        try:
+            return args.func(args)
+        except ValueError as err:
+            print(f"turbozero: error: {err}", file=sys.stderr)
+            return 2
 
 
 if __name__ == "__main__":

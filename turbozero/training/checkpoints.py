@@ -1,21 +1,44 @@
 """orbax checkpoints of the whole loop state, in a run directory the library owns.
 
-A run directory holds `turbozero_run.json` (the game, network and config that made it),
-`checkpoints/<step>/` (orbax) and `metrics.jsonl`. The library refuses to write into a non-empty
-directory without that marker, and refuses to resume a run of another game or network shape;
-orbax's `max_to_keep` only ever removes checkpoints inside `checkpoints/`, which we created.
+A run directory holds `turbozero_run.json` (the game, network, shapes and full `TrainConfig`
+that made it), `checkpoints/<step>/` (orbax) and `metrics.jsonl`. The library refuses to write
+into a non-empty directory without that marker, and refuses to resume a run of another game,
+network or loop-state shape; orbax's `max_to_keep` only ever removes checkpoints inside
+`checkpoints/`, which we created.
+
+Damage. orbax writes a step into `checkpoints/<step>.orbax-checkpoint-tmp-<time>/` and renames
+it to `checkpoints/<step>/` when every file is written, so a run killed mid-save leaves only a
+temporary directory, which orbax never lists as a step (and which the next run deletes). The
+marker and metrics are replaced by rename too. A step damaged after the fact (a truncated data
+file, an empty `_METADATA`, a cut manifest: a full disk, a copy that stopped half way) is found
+on restore: it is named in one warning line, set aside into `damaged_checkpoints/`, and the
+newest intact step is restored; if no step is intact, restoring refuses with the reasons.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from typing import Any, Optional
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+import warnings
+from typing import Any, Iterator, Optional
 
 import jax
 import orbax.checkpoint as ocp
 
 MARKER = "turbozero_run.json"
+DAMAGED = "damaged_checkpoints"
+# seconds to wait after a failed restore for its other TensorStore reads to finish
+_STRAGGLERS_S = 0.3
+
+
+class DamagedCheckpointWarning(UserWarning):
+    """A checkpoint step could not be restored and an older one is used instead."""
 
 
 def _shapes(tree: Any) -> dict[str, list[int]]:
@@ -23,45 +46,199 @@ def _shapes(tree: Any) -> dict[str, list[int]]:
     return {jax.tree_util.keystr(p): list(x.shape) for p, x in flat}
 
 
-class RunDirectory:
-    """Owns one run directory: its marker, its checkpoints and its metrics file."""
+def write_json_atomic(path: str, data: Any) -> None:
+    """Write JSON to a temporary file, then rename it over `path`: a reader (or a run killed
+    mid-write) sees the old file or the new one, never half of one."""
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=1, sort_keys=True)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
 
-    def __init__(self, path: str, identity: dict[str, Any], params: Any, *, resume: bool, max_to_keep: int = 3):
+
+def read_marker(path: str) -> dict[str, Any]:
+    """The marker of the run directory `path`, with a one-line error when it is missing or
+    unreadable."""
+    marker = os.path.join(path, MARKER)
+    if not os.path.exists(marker):
+        raise ValueError(f"{path} is not a turbozero run directory (no {MARKER})")
+    try:
+        with open(marker, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, json.JSONDecodeError) as err:
+        raise ValueError(f"{marker} is damaged: {_reason(err)}") from None
+
+
+def _reason(err: BaseException) -> str:
+    """One line saying why: orbax and TensorStore errors run to pages."""
+    lines = str(err).strip().splitlines()
+    first = lines[0].strip() if lines else ""
+    first = first.split(" See full TensorStore details")[0]  # then a repr of a bound method
+    if len(first) > 160:
+        first = first[:157] + "..."
+    return f"{type(err).__name__}: {first}" if first else type(err).__name__
+
+
+def _first_difference(found: dict[str, list[int]], want: dict[str, list[int]]) -> str:
+    for key in sorted(set(found) | set(want)):
+        if found.get(key) != want.get(key):
+            return f"{key or 'state'} is {found.get(key, 'absent')} there, {want.get(key, 'absent')} here"
+    return ""
+
+
+def _manager(directory: str, *, max_to_keep: Optional[int] = None, write: bool) -> ocp.CheckpointManager:
+    options = ocp.CheckpointManagerOptions(
+        max_to_keep=max_to_keep,
+        create=write,
+        # the temporary directory of a save that was killed: never a step, only litter
+        cleanup_tmp_directories=write,
+    )
+    return ocp.CheckpointManager(directory, options=options)
+
+
+def _restore_step(manager: ocp.CheckpointManager, step: int, like: Any) -> Any:
+    abstract = jax.tree_util.tree_map(ocp.utils.to_shape_dtype_struct, like)
+    return manager.restore(step, args=ocp.args.StandardRestore(abstract))
+
+
+def _unraisable_to_fd2(unraisable: Any) -> None:
+    """Print an unraisable exception to file descriptor 2 itself (`sys.stderr` may be another
+    file, as under pytest), where `_stderr_held_back` holds it."""
+    text = "".join(traceback.format_exception(
+        unraisable.exc_type, unraisable.exc_value, unraisable.exc_traceback))
+    os.write(2, text.encode(errors="replace"))
+
+
+@contextlib.contextmanager
+def _stderr_held_back() -> Iterator[list[bool]]:
+    """Hold what is written to file descriptor 2 until the block ends; it is written out unless
+    the block sets `drop[0] = True`. When TensorStore fails to read one array of a damaged
+    step, its other reads still in flight call back into orbax's closed event loop and print
+    hundreds of lines of "Event loop is closed" tracebacks from C++, some during the next
+    step's restore; the one-line reason we give says everything they do. Without damage, the
+    output (orbax's warnings) goes through."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    drop = [False]
+    hook = sys.unraisablehook  # the tracebacks arrive as unraisable exceptions
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        sys.unraisablehook = _unraisable_to_fd2
+        try:
+            yield drop
+        finally:
+            sys.stderr.flush()
+            sys.unraisablehook = hook
+            os.dup2(saved, 2)
+            os.close(saved)
+            if not drop[0]:
+                held.seek(0)
+                text = held.read().decode(errors="replace")
+                if text:
+                    sys.stderr.write(text)
+
+
+def restore_intact(manager: ocp.CheckpointManager, directory: str, like: Any
+                   ) -> tuple[Optional[Any], Optional[int], dict[int, str]]:
+    """(state, step, damaged): the newest step of `manager` that restores into the structure
+    (and shardings) of `like`, trying older ones when a step is damaged; `damaged` maps each
+    skipped step to its reason. (None, None, {}) when there is no checkpoint at all; a
+    ValueError listing the reasons when there are steps but none is intact."""
+    damaged: dict[int, str] = {}
+    with _stderr_held_back() as drop:
+        for step in sorted(manager.all_steps(), reverse=True):
+            try:
+                return _restore_step(manager, step, like), step, damaged
+            except Exception as err:  # noqa: BLE001 - any failure to read a step is damage
+                damaged[step] = _reason(err)
+                drop[0] = True
+                # the failed step's reads still in flight report (to the held stderr) shortly
+                time.sleep(_STRAGGLERS_S)
+    if damaged:
+        reasons = "; ".join(f"step {s}: {r}" for s, r in damaged.items())
+        raise ValueError(f"no intact checkpoint in {directory}: {reasons}")
+    return None, None, damaged
+
+
+def load_checkpoint(run_path: str, like: Any) -> tuple[Any, int]:
+    """Restore the newest intact checkpoint of a run directory, reading only (for
+    `turbozero eval`): damaged steps are warned about and left where they are."""
+    directory = os.path.join(run_path, "checkpoints")
+    if not os.path.isdir(directory):
+        raise ValueError(f"no checkpoint in {run_path}")
+    manager = _manager(directory, write=False)
+    try:
+        state, step, damaged = restore_intact(manager, directory, like)
+    finally:
+        manager.close()
+    for bad, reason in damaged.items():
+        warnings.warn(f"checkpoint {os.path.join(directory, str(bad))} is damaged ({reason}); "
+                      f"using step {step}", DamagedCheckpointWarning, stacklevel=2)
+    if step is None:
+        raise ValueError(f"no checkpoint in {run_path}")
+    return state, step
+
+
+class RunDirectory:
+    """Owns one run directory: its marker, its checkpoints and its metrics file.
+
+    `identity` (game, network, config, ...) is stored in the marker; `params` and `state` give
+    the shapes a resumed run must match. `resume=True` needs the directory to exist.
+    """
+
+    def __init__(self, path: str, identity: dict[str, Any], params: Any, *, resume: bool,
+                 max_to_keep: int = 3, state: Any = None):
         self.path = os.path.abspath(path)
+        self.max_to_keep = max_to_keep
         self.identity = dict(identity, param_shapes=_shapes(params))
-        marker = os.path.join(self.path, MARKER)
-        if os.path.isdir(self.path) and os.listdir(self.path):
-            if not os.path.exists(marker):
+        if state is not None:
+            self.identity["state_shapes"] = _shapes(state)
+        exists = os.path.isdir(self.path) and bool(os.listdir(self.path))
+        if resume and not exists:
+            raise ValueError(f"cannot resume {self.path}: no run there (the directory "
+                             f"{'is empty' if os.path.isdir(self.path) else 'does not exist'})")
+        if exists:
+            if not os.path.exists(os.path.join(self.path, MARKER)):
                 raise ValueError(
                     f"{self.path} exists, is not empty and was not created by turbozero; "
                     "choose another run directory"
                 )
-            with open(marker, encoding="utf-8") as f:
-                found = json.load(f)
-            for field in ("game", "network"):
-                if found.get(field) != self.identity.get(field):
-                    raise ValueError(
-                        f"{self.path} holds a run with {field}={found.get(field)!r}, "
-                        f"not {self.identity.get(field)!r}"
-                    )
-            if found.get("param_shapes") != self.identity["param_shapes"]:
-                raise ValueError(f"{self.path} holds a run with other network parameter shapes")
-            if not resume and self._has_checkpoints():
+            self._check_compatible(read_marker(self.path), resume)
+        os.makedirs(self.path, exist_ok=True)
+        # rewritten on resume too: the marker describes the config the run continues with
+        write_json_atomic(os.path.join(self.path, MARKER), self.identity)
+        self.manager = _manager(self.checkpoint_dir, max_to_keep=max_to_keep, write=True)
+
+    def _check_compatible(self, found: dict[str, Any], resume: bool) -> None:
+        for field in ("game", "network"):
+            if found.get(field) != self.identity.get(field):
                 raise ValueError(
-                    f"{self.path} already holds checkpoints: pass resume=True (--resume) to "
-                    "continue it, or choose another run directory"
+                    f"{self.path} holds a run with {field}={found.get(field)!r}, "
+                    f"not {self.identity.get(field)!r}"
                 )
-        else:
-            os.makedirs(self.path, exist_ok=True)
-            with open(marker, "w", encoding="utf-8") as f:
-                json.dump(self.identity, f, indent=1, sort_keys=True)
-        self.manager = ocp.CheckpointManager(
-            os.path.join(self.path, "checkpoints"),
-            options=ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=True),
-        )
+        if found.get("param_shapes") != self.identity["param_shapes"]:
+            raise ValueError(f"{self.path} holds a run with other network parameter shapes")
+        if not resume and self._has_checkpoints():
+            raise ValueError(
+                f"{self.path} already holds checkpoints: pass resume=True (--resume) to "
+                "continue it, or choose another run directory"
+            )
+        # older markers hold no state shapes: orbax then names the mismatch on restore
+        if resume and "state_shapes" in found and "state_shapes" in self.identity:
+            diff = _first_difference(found["state_shapes"], self.identity["state_shapes"])
+            if diff:
+                raise ValueError(
+                    f"{self.path} holds a loop state of other shapes ({diff}): resume with the "
+                    "run's num_envs, replay_capacity and env_config"
+                )
+
+    @property
+    def checkpoint_dir(self) -> str:
+        return os.path.join(self.path, "checkpoints")
 
     def _has_checkpoints(self) -> bool:
-        d = os.path.join(self.path, "checkpoints")
+        d = self.checkpoint_dir
         return os.path.isdir(d) and any(n.isdigit() for n in os.listdir(d))
 
     @property
@@ -76,12 +253,71 @@ class RunDirectory:
         self.manager.wait_until_finished()
 
     def restore(self, like: Any, step: Optional[int] = None) -> Any:
-        """Restore into the structure (and shardings) of `like`."""
-        step = self.latest_step() if step is None else step
+        """Restore `step` (default: the newest intact one, see `resume`) into the structure
+        (and shardings) of `like`."""
         if step is None:
-            raise ValueError(f"no checkpoint in {self.path}")
-        abstract = jax.tree_util.tree_map(ocp.utils.to_shape_dtype_struct, like)
-        return self.manager.restore(step, args=ocp.args.StandardRestore(abstract))
+            state, step = self.resume(like)
+            if step is None:
+                raise ValueError(f"no checkpoint in {self.path}")
+            return state
+        if step not in self.manager.all_steps():
+            raise ValueError(f"no checkpoint of step {step} in {self.checkpoint_dir}")
+        try:
+            return _restore_step(self.manager, step, like)
+        except Exception as err:  # noqa: BLE001 - any failure to read a step is damage
+            raise ValueError(f"checkpoint {os.path.join(self.checkpoint_dir, str(step))} is "
+                             f"damaged ({_reason(err)})") from None
+
+    def resume(self, like: Any) -> tuple[Optional[Any], Optional[int]]:
+        """(state, step) of the newest intact checkpoint, (None, None) when there is none.
+
+        Damaged newer steps are moved to `damaged_checkpoints/` (the run will write those step
+        numbers again) with one warning line each.
+        """
+        state, step, damaged = restore_intact(self.manager, self.checkpoint_dir, like)
+        if damaged:
+            self.manager.close()
+            for bad, reason in damaged.items():
+                src = os.path.join(self.checkpoint_dir, str(bad))
+                dest = self._set_aside(src, bad)
+                warnings.warn(f"checkpoint {src} is damaged ({reason}); moved to {dest}, "
+                              f"resuming from step {step}", DamagedCheckpointWarning, stacklevel=3)
+            self.manager = _manager(self.checkpoint_dir, max_to_keep=self.max_to_keep, write=True)
+        return state, step
+
+    def _set_aside(self, src: str, step: int) -> str:
+        root = os.path.join(self.path, DAMAGED)
+        os.makedirs(root, exist_ok=True)
+        dest, n = os.path.join(root, str(step)), 1
+        while os.path.exists(dest):  # the same step damaged twice: keep both
+            n += 1
+            dest = os.path.join(root, f"{step}-{n}")
+        shutil.move(src, dest)
+        return dest
+
+    def truncate_metrics(self, iteration: int) -> None:
+        """Keep the metric records of iterations <= `iteration` (the restored one): the resumed
+        run writes the later ones again. A half-written last line (a run killed mid-write) is
+        dropped too. Rewritten by rename, like the marker."""
+        if not os.path.exists(self.metrics_path):
+            return
+        kept = []
+        with open(self.metrics_path, encoding="utf-8") as f:
+            for line in f:
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError:
+                    break  # the line a killed run was writing; nothing valid follows it
+                if isinstance(record, dict) and record.get("iteration", 0) <= iteration:
+                    kept.append(line if line.endswith("\n") else line + "\n")
+        tmp = f"{self.metrics_path}.tmp-{os.getpid()}"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.writelines(kept)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.metrics_path)
 
     def close(self) -> None:
         self.manager.close()

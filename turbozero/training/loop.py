@@ -30,6 +30,7 @@ from turbozero.search.mctx_policies import (
 from turbozero.training import collector as collector_lib
 from turbozero.training import replay
 from turbozero.training.checkpoints import RunDirectory
+from turbozero.training.run_config import config_to_json
 from turbozero.search.mcgs import MCGSConfig, mcgs_search, network_eval_fn
 from turbozero.training.evaluation import play_match
 from turbozero.training.loss_fns import az_loss_fn, simultaneous_loss_fn
@@ -144,11 +145,18 @@ class Trainer:
                 "game": config.game,
                 "network": {"trunk": self.spec.trunk, "value_head_out_size": self.spec.value_head_out_size,
                             **{k: list(v) if isinstance(v, tuple) else v for k, v in dict(config.network).items()}},
+                # the whole config, so that `turbozero eval` / `--resume` work on any run dir
+                "config": config_to_json(config),
             }
-            self.run_dir = RunDirectory(run_dir, identity, self.state.train_state.params, resume=resume)
+            self.run_dir = RunDirectory(run_dir, identity, self.state.train_state.params,
+                                        resume=resume, state=self.state)
             self.metrics = MetricsWriter(self.run_dir.metrics_path)
-            if resume and self.run_dir.latest_step() is not None:
-                self.state = self._place(self.run_dir.restore(self.state))
+            if resume:
+                restored, _ = self.run_dir.resume(self.state)  # newest intact checkpoint
+                if restored is not None:
+                    self.state = self._place(restored)
+                # the iterations after the checkpoint are written again: no repeats
+                self.run_dir.truncate_metrics(int(self.state.iteration))
 
     # ----------------------------------------------------------------- state
     def _place(self, state: LoopState) -> LoopState:

@@ -1,0 +1,392 @@
+"""A run's `TrainConfig` as JSON and back, and `--set KEY=VALUE` overrides checked against it.
+
+Both are generic over dataclass fields, so a field added to `TrainConfig`, `SearchConfig`,
+`MCGSConfig` or any nested config dataclass later needs no change here:
+
+* a dataclass is a JSON object tagged with its class, `{"__dataclass__": "module:Class", ...}`
+  (only classes of this project's packages are imported back);
+* tuples are JSON arrays, and every JSON array reads back as a tuple: configs are frozen and
+  hashable, so they hold tuples (a list given in a config is stored as a tuple);
+* a field missing from the JSON takes its default (a run stored before the field existed);
+  a stored field the class no longer has is an error naming it.
+
+Overrides take the expected type from the field's annotation, or from the current value where
+the annotation is `Any` (`network` is a dict, `search` a `SearchConfig` or an `MCGSConfig`):
+dotted keys reach into nested configs and dicts, a JSON object merges into a dict or dataclass
+instead of replacing it, and a tuple is written `a,b` or as a JSON array.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+import os
+import types
+import typing
+from typing import Any, Sequence
+
+DATACLASS_TAG = "__dataclass__"
+# stored class names are imported back only from these packages: a config file names code to
+# import, and a run directory should not be able to import anything else
+_OWN_PACKAGES = ("turbozero", "envs", "equity")
+
+
+# ------------------------------------------------------------------------------- JSON
+def to_json(value: Any, where: str = "config") -> Any:
+    """`value` as plain JSON data; `where` names the field in error messages."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        cls = type(value)
+        out: dict[str, Any] = {DATACLASS_TAG: f"{cls.__module__}:{cls.__qualname__}"}
+        for f in dataclasses.fields(value):
+            out[f.name] = to_json(getattr(value, f.name), f"{where}.{f.name}")
+        return out
+    if isinstance(value, (tuple, list)):
+        return [to_json(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        bad = [k for k in value if not isinstance(k, str) or k == DATACLASS_TAG]
+        if bad:
+            raise ValueError(f"{where}: cannot store the dict key {bad[0]!r} in JSON")
+        return {k: to_json(v, f"{where}.{k}") for k, v in value.items()}
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, (int, float)):  # numpy scalars too
+        return value.item() if hasattr(value, "item") else value
+    raise ValueError(f"{where}: cannot store a {type(value).__name__} in a run's JSON config")
+
+
+def _import_class(name: str) -> type:
+    module, _, qualname = name.partition(":")
+    if not qualname or module.split(".")[0] not in _OWN_PACKAGES:
+        raise ValueError(f"stored config names the class {name!r}, which is not one of "
+                         f"turbozero's ({', '.join(_OWN_PACKAGES)})")
+    try:
+        obj: Any = importlib.import_module(module)
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as err:
+        raise ValueError(f"stored config names the class {name!r}, which does not exist") from err
+    if not (isinstance(obj, type) and dataclasses.is_dataclass(obj)):
+        raise ValueError(f"stored config names {name!r}, which is not a config dataclass")
+    return obj
+
+
+def from_json(data: Any, where: str = "config") -> Any:
+    """Inverse of `to_json`."""
+    if isinstance(data, list):
+        return tuple(from_json(v, f"{where}[{i}]") for i, v in enumerate(data))
+    if isinstance(data, dict) and DATACLASS_TAG in data:
+        cls = _import_class(data[DATACLASS_TAG])
+        names = {f.name for f in dataclasses.fields(cls) if f.init}
+        kwargs = {k: v for k, v in data.items() if k != DATACLASS_TAG}
+        unknown = sorted(set(kwargs) - names)
+        if unknown:
+            raise ValueError(f"{where}: {cls.__name__} has no field {unknown[0]!r} (stored by "
+                             "another version of turbozero?)")
+        return cls(**{k: from_json(v, f"{where}.{k}") for k, v in kwargs.items()})
+    if isinstance(data, dict):
+        return {k: from_json(v, f"{where}.{k}") for k, v in data.items()}
+    return data
+
+
+def config_to_json(config: Any) -> dict[str, Any]:
+    return to_json(config)
+
+
+def config_from_json(data: Any) -> Any:
+    """A `TrainConfig` from `config_to_json`'s output."""
+    from turbozero.training.loop import TrainConfig
+
+    config = from_json(data)
+    if not isinstance(config, TrainConfig):
+        raise ValueError(f"stored config is a {type(config).__name__}, not a TrainConfig")
+    return config
+
+
+# -------------------------------------------------------------------------- overrides
+_MISSING = object()
+
+
+def _type_hints(cls: type) -> dict[str, Any]:
+    # the modules use `from __future__ import annotations`: annotations are strings until
+    # resolved against the class's module
+    return typing.get_type_hints(cls)
+
+
+def _describe(hint: Any) -> str:
+    """How an error names the expected type."""
+    origin = typing.get_origin(hint)
+    if origin is typing.Literal:
+        return "one of " + ", ".join(repr(a) for a in typing.get_args(hint))
+    if origin in (typing.Union, types.UnionType):
+        parts = [_describe(a) for a in typing.get_args(hint) if a is not type(None)]
+        return " or ".join(parts) + " or none"
+    if origin is tuple or hint is tuple:
+        return "a tuple (a,b or a JSON array)"
+    if hint is bool:
+        return "a bool (true or false)"
+    if hint is int:
+        return "an int"
+    if hint is float:
+        return "a float"
+    if hint is str:
+        return "a string"
+    if hint is dict:
+        return 'a JSON object ({"key": value, ...})'
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return f'a JSON object of {hint.__name__} fields ({{"field": value, ...}})'
+    return getattr(hint, "__name__", str(hint))
+
+
+def _expected(hint: Any, current: Any) -> Any:
+    """The type to parse into: the annotation, or the current value's type where the annotation
+    says nothing (`Any`, or a key of a dict)."""
+    if hint is Any or hint is _MISSING:
+        if current is _MISSING or current is None:
+            return Any
+        return type(current)
+    return hint
+
+
+class OverrideError(ValueError):
+    """A `--set` value that does not fit its field."""
+
+    def __init__(self, key: str, expected: str, got: Any):
+        super().__init__(f"--set {key}: expected {expected}, got {got!r}")
+
+
+def _tuplify(value: Any) -> Any:
+    """JSON arrays as tuples, all the way down (configs hold tuples)."""
+    if isinstance(value, list):
+        return tuple(_tuplify(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _tuplify(v) for k, v in value.items()}
+    return value
+
+
+def _from_json_value(value: Any, hint: Any, current: Any, key: str) -> Any:
+    """A parsed JSON value checked against `hint` (or the current value's type)."""
+    want = _expected(hint, current)
+    origin = typing.get_origin(want)
+    if want is Any:
+        return _tuplify(value)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in typing.get_args(want):
+            return None
+        for arg in typing.get_args(want):
+            if arg is type(None):
+                continue
+            try:
+                return _from_json_value(value, arg, current, key)
+            except OverrideError:
+                pass
+        raise OverrideError(key, _describe(want), value)
+    if origin is typing.Literal:
+        if value not in typing.get_args(want):
+            raise OverrideError(key, _describe(want), value)
+        return value
+    if want is bool:
+        if not isinstance(value, bool):
+            raise OverrideError(key, _describe(want), value)
+        return value
+    if want is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise OverrideError(key, _describe(want), value)
+        return value
+    if want is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise OverrideError(key, _describe(want), value)
+        return float(value)
+    if want is str:
+        if not isinstance(value, str):
+            raise OverrideError(key, _describe(want), value)
+        return value
+    if want is tuple or origin is tuple:
+        if not isinstance(value, list):
+            raise OverrideError(key, _describe(want), value)
+        return tuple(_from_json_value(v, _element_hint(want), _element(current, i), f"{key}[{i}]")
+                     for i, v in enumerate(value))
+    if want is dict or origin is dict:
+        if not isinstance(value, dict):
+            raise OverrideError(key, _describe(dict), value)
+        merged = dict(current) if isinstance(current, dict) else {}
+        for k, v in value.items():
+            merged[k] = _from_json_value(v, Any, merged.get(k, _MISSING), f"{key}.{k}")
+        return merged
+    if isinstance(want, type) and dataclasses.is_dataclass(want):
+        if not isinstance(value, dict):
+            raise OverrideError(key, _describe(want), value)
+        out = current if isinstance(current, want) else want()
+        for k, v in value.items():
+            out = _replace_field(out, k, lambda old, h, k=k, v=v: _from_json_value(v, h, old, f"{key}.{k}"), key)
+        return out
+    if not isinstance(value, want):
+        raise OverrideError(key, _describe(want), value)
+    return value
+
+
+def _element_hint(hint: Any) -> Any:
+    """`tuple[int, ...]` -> int; a bare `tuple` says nothing about its elements."""
+    args = typing.get_args(hint)
+    if len(args) == 2 and args[1] is Ellipsis:
+        return args[0]
+    return Any
+
+
+def _element(current: Any, i: int) -> Any:
+    """An example element of the current tuple for element `i`: the same position, else the
+    first (tuples in configs are homogeneous: sizes, names)."""
+    if isinstance(current, tuple) and current:
+        return current[i] if i < len(current) else current[0]
+    return _MISSING
+
+
+def _from_text(text: str, hint: Any, current: Any, key: str) -> Any:
+    """A `--set` value as typed on the command line, parsed into the expected type."""
+    want = _expected(hint, current)
+    origin = typing.get_origin(want)
+    if origin in (typing.Union, types.UnionType):
+        if text.strip().lower() in ("none", "null") and type(None) in typing.get_args(want):
+            return None
+        for arg in typing.get_args(want):
+            if arg is type(None):
+                continue
+            try:
+                return _from_text(text, arg, current, key)
+            except OverrideError:
+                pass
+        raise OverrideError(key, _describe(want), text)
+    if origin is typing.Literal or want is str:
+        value = text
+        if text[:1] == '"':  # a JSON string, quotes and escapes included
+            value = _json_or_none(text, text)
+        return _from_json_value(value, want, current, key)
+    if want is bool:
+        words = {"true": True, "false": False, "1": True, "0": False, "yes": True, "no": False}
+        if text.strip().lower() not in words:
+            raise OverrideError(key, _describe(want), text)
+        return words[text.strip().lower()]
+    if want is int:
+        try:
+            return int(text.strip())
+        except ValueError:
+            raise OverrideError(key, _describe(want), text) from None
+    if want is float:
+        try:
+            return float(text.strip())
+        except ValueError:
+            raise OverrideError(key, _describe(want), text) from None
+    if want is tuple or origin is tuple:
+        if text.strip()[:1] == "[":
+            parsed = _json_or_none(text, _MISSING)
+            if parsed is _MISSING:
+                raise OverrideError(key, _describe(want), text)
+            return _from_json_value(parsed, want, current, key)
+        items = [t.strip() for t in text.split(",")] if text.strip() else []
+        return tuple(_from_text(t, _element_hint(want), _element(current, i), f"{key}[{i}]")
+                     for i, t in enumerate(items))
+    if want is Any:
+        # nothing to check against (a new key of a dict): JSON if it parses, else the text
+        return _tuplify(_json_or_none(text, text))
+    parsed = _json_or_none(text, _MISSING)
+    if parsed is _MISSING:
+        raise OverrideError(key, _describe(want), text)
+    return _from_json_value(parsed, want, current, key)
+
+
+def _json_or_none(text: str, default: Any) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return default
+
+
+def _replace_field(obj: Any, name: str, make, key: str) -> Any:
+    """`obj` (a config dataclass) with field `name` set to `make(old_value, hint)`."""
+    hints = _type_hints(type(obj))
+    names = [f.name for f in dataclasses.fields(obj) if f.init]
+    if name not in names:
+        raise ValueError(f"--set {key}: {type(obj).__name__} has no field {name!r}; "
+                         f"its fields: {', '.join(names)}")
+    return dataclasses.replace(obj, **{name: make(getattr(obj, name), hints.get(name, Any))})
+
+
+def _set_path(current: Any, hint: Any, path: list[str], text: str, key: str) -> Any:
+    """`current` with the value at the dotted `path` below it set from `text`."""
+    if not path:
+        return _from_text(text, hint, current, key)
+    name, rest = path[0], path[1:]
+    if dataclasses.is_dataclass(current) and not isinstance(current, type):
+        return _replace_field(current, name,
+                              lambda old, h: _set_path(old, h, rest, text, key), key)
+    if isinstance(current, dict):
+        return {**current, name: _set_path(current.get(name, _MISSING), Any, rest, text, key)}
+    if _is_pairs(current):  # env_config: ((key, value), ...) given to envs.make
+        as_dict = dict(current)
+        as_dict[name] = _set_path(as_dict.get(name, _MISSING), Any, rest, text, key)
+        return tuple(as_dict.items())
+    head = key[: len(key) - len(".".join(path)) - 1]
+    kind = type(current).__name__
+    article = "an" if kind[:1] in "aeiou" else "a"
+    raise ValueError(f"--set {key}: {head} is {article} {kind}, it has no field {name!r}")
+
+
+def _is_pairs(value: Any) -> bool:
+    return isinstance(value, tuple) and all(
+        isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) for p in value)
+
+
+def parse_overrides(config: Any, pairs: Sequence[str]) -> dict[str, Any]:
+    """`KEY=VALUE` strings into new values of `config`'s top-level fields, each checked against
+    the field's type; later pairs build on earlier ones (`search.a=1 search.b=2` sets both)."""
+    hints = _type_hints(type(config))
+    names = [f.name for f in dataclasses.fields(config) if f.init]
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ValueError(f"--set expects KEY=VALUE, got {pair!r}")
+        top, *path = key.split(".")
+        if top not in names:
+            raise ValueError(f"--set {key}: {type(config).__name__} has no field {top!r}; "
+                             f"its fields: {', '.join(names)}")
+        current = out.get(top, getattr(config, top))
+        out[top] = _set_path(current, hints.get(top, Any), path, text, key)
+    return out
+
+
+# ------------------------------------------------------------------------- run dirs
+def with_overrides(config: Any, overrides: dict[str, Any]) -> Any:
+    """`config` with top-level fields replaced. Where its evaluation search is the one derived
+    from its self-play search (as `presets.get_preset` derives it), a new search carries a new
+    derived evaluation search along."""
+    from turbozero.presets import evaluation_search
+
+    overrides = dict(overrides)
+    if ("search" in overrides and "eval_search" not in overrides
+            and config.eval_search == evaluation_search(config.search)):
+        overrides["eval_search"] = evaluation_search(overrides["search"])
+    return dataclasses.replace(config, **overrides)
+
+
+def load_run_config(run_dir: str) -> Any:
+    """The `TrainConfig` a run directory holds (made by `turbozero train` or by
+    `Trainer(config, run_dir=...)`); runs made before configs were stored are read from the
+    preset and overrides their `cli.json` recorded."""
+    from turbozero.training.checkpoints import read_marker
+
+    if not os.path.isdir(run_dir):
+        raise ValueError(f"{run_dir} does not exist")
+    marker = read_marker(run_dir)
+    if "config" in marker:
+        return config_from_json(marker["config"])
+    legacy = os.path.join(run_dir, "cli.json")
+    if os.path.exists(legacy):
+        from turbozero.presets import get_preset
+
+        with open(legacy, encoding="utf-8") as f:
+            made = json.load(f)
+        return get_preset(made["game"], made["preset"], **_tuplify(made.get("overrides", {})))
+    raise ValueError(f"{run_dir} was made by a turbozero that did not store the run's config; "
+                     "train it again to evaluate or resume it")
