@@ -81,6 +81,8 @@ class PyRat(Env):
     is_simultaneous = True
     player_planes = PLAYER_PLANES
     opponent_view = (VIEW_CHANNELS, ACTION_SWAP)  # see TwoPlayerNet(opponent_view=...)
+    # what `greedy_actions` plays, in the words an evaluation report shows
+    greedy_description = "PyRat's shortest-path player: each rat steps toward the nearest cheese"
 
     def __init__(self, width: Optional[int] = None, height: Optional[int] = None,
                  cheese_count: Optional[int] = None, max_turns: int = 300,
@@ -315,12 +317,14 @@ class PyRat(Env):
     # ------------------------------------------------------------------ display
     def render(self, state: PyRatState) -> str:
         """A text picture of an unbatched state (top row first); see docs/pyrat.md."""
+        require_unbatched(state, "pyrat: render")
         from envs._src.pyrat.render import render_text
 
         return render_text(state)
 
     def to_maze(self, state: PyRatState) -> Maze:
         """The maze, cheese and positions of an unbatched state as a `Maze` (for saving)."""
+        require_unbatched(state, "pyrat: to_maze")
         pos = np.asarray(state.positions)
         return Maze(self.width, self.height, np.asarray(state.maze, np.int32),
                     np.asarray(state.cheese, bool), tuple(int(v) for v in pos[0]),
@@ -328,6 +332,4 @@ class PyRat(Env):
 
     def __repr__(self) -> str:
         return (f"PyRat({self.width}x{self.height}, cheese={self.cheese_count}, "
-        require_unbatched(state, "pyrat: render")
                 f"max_turns={self.max_turns}{', fixed maze' if self.fixed_maze else ''})")
-        require_unbatched(state, "pyrat: to_maze")

@@ -21,7 +21,7 @@ def test_pyrat_trains_through_the_shared_loop_with_mcgs():
     assert records[-1]["iteration"] == 2
     assert all(np.isfinite(r["loss"]) for r in records if "loss" in r)
     assert 0.0 <= records[-1]["eval_greedy_win_rate"] <= 1.0
-    assert records[-1]["eval_greedy_games_finished"] == 8
+    assert records[-1]["eval_greedy_finished"] == 8 and records[-1]["eval_greedy_unfinished"] == 0
 
 
 def test_simultaneous_game_needs_mcgs_config():
@@ -37,7 +37,10 @@ def test_board_games_train_through_the_shared_loop(game):
     records = []
     Trainer(cfg).run(progress=False, callback=records.append)
     assert records[-1]["iteration"] == 2
-    assert "eval_random_win_rate" in records[-1]
+    last = records[-1]
+    assert last["eval_random_finished"] + last["eval_random_unfinished"] == 4
+    # a rate only over finished games, and none when no game finished
+    assert (last["eval_random_win_rate"] is None) == (last["eval_random_finished"] == 0)
 
 
 @pytest.mark.slow
@@ -49,5 +52,5 @@ def test_pyrat_tiny_preset_learns_to_beat_random():
     records = []
     Trainer(cfg).run(progress=False, callback=records.append)
     last = records[-1]
-    assert last["eval_random_games_finished"] == 64
+    assert last["eval_random_finished"] == 64
     assert last["eval_random_win_rate"] > 0.65 and last["eval_random_mean_return"] > 2.0, last

@@ -162,12 +162,14 @@ def test_cli_train_and_eval(tmp_path):
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=root,
                          env=_subprocess_env())
     assert out.returncode == 0, out.stderr[-3000:]
-    assert "loss:" in out.stdout and "eval_random_win_rate" in out.stdout
-    ev = subprocess.run([sys.executable, "-m", "turbozero.cli", "eval", run_dir, "--games", "4"],
+    assert "loss:" in out.stdout and "random: won " in out.stdout and " finished (" in out.stdout
+    ev = subprocess.run([sys.executable, "-m", "turbozero.cli", "eval", run_dir, "--games", "4",
+                         "--json"],
                         capture_output=True, text=True, timeout=600, cwd=root, env=_subprocess_env())
     assert ev.returncode == 0, ev.stderr[-3000:]
     result = json.loads(ev.stdout.strip().splitlines()[-1])
     assert result["iteration"] == 2 and 0.0 <= result["win_rate"] <= 1.0
+    assert result["wins"] + result["draws"] + result["losses"] == result["finished"] == 4
     bad = subprocess.run([sys.executable, "-m", "turbozero.cli", "train", "go"],
                          capture_output=True, text=True, timeout=600, cwd=root, env=_subprocess_env())
     assert bad.returncode == 2 and "error" in bad.stderr

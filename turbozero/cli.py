@@ -1,4 +1,5 @@
-"""Command line: `turbozero train <game> --preset tiny`, `turbozero eval <run_dir>`."""
+"""Command line: `turbozero train <game> --preset tiny`, `turbozero eval <run_dir>`,
+`turbozero plot <run_dir>`."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import warnings
 from typing import Optional, Sequence
 
 from turbozero import presets
+from turbozero.training import report
 
 
 DEFAULT_PRESET = "tiny"
@@ -110,16 +112,17 @@ def _train(args: argparse.Namespace) -> int:
                            "iterations": args.iterations, "seed": args.seed})
     print(f"run directory: {trainer.run_dir.path}")
     trained: list[dict] = []
-    last = {}
+    evaluated: list[dict] = []
 
     def on_record(record: dict) -> None:
-        nonlocal last
         if "loss" in record:
             trained.append(record)
-        last = record
-        evals = {k: round(v, 3) for k, v in record.items() if k.startswith("eval_") and k.endswith(("win_rate", "mean_return"))}
-        if evals:
-            tqdm_write(f"iteration {record['iteration']}: loss {record.get('loss', float('nan')):.4f} {evals}")
+        if report.eval_results(record):
+            if args.no_progress and not evaluated:  # with a progress bar, Trainer.run says it
+                print("evaluation opponents: " + "; ".join(
+                    report.describe_opponent(opp, trainer.env) for opp in config.eval_opponents))
+            evaluated.append(record)
+            tqdm_write(report.format_iteration(record))
 
     trainer.run(progress=not args.no_progress, callback=on_record)
     trainer.run_dir.close()
@@ -129,9 +132,12 @@ def _train(args: argparse.Namespace) -> int:
             first = sum(r[name] for r in trained[:k]) / k
             end = sum(r[name] for r in trained[-k:]) / k
             print(f"{name}: {first:.4f} -> {end:.4f} (mean of the first / last {k} trained iterations)")
-    for k, v in sorted(last.items()):
-        if k.startswith("eval_") and k.endswith("win_rate"):
-            print(f"{k}: {v:.3f}")
+    else:
+        print(report.NOT_TRAINED)
+    if evaluated:
+        print(f"evaluation at iteration {evaluated[-1]['iteration']}:")
+        for opp, result in report.eval_results(evaluated[-1]).items():
+            print(f"  {report.format_match(opp, result)}")
     print(f"metrics: {trainer.run_dir.metrics_path}")
     return 0
 
@@ -156,7 +162,11 @@ def _eval(args: argparse.Namespace) -> int:
     trainer = Trainer(config)  # no run directory: evaluating reads the run, never writes it
     trainer.state, _ = load_checkpoint(args.run_dir, trainer.state)
     result = trainer.evaluate(args.opponent)
-    print(json.dumps({"iteration": int(trainer.state.iteration), "opponent": args.opponent, **result}))
+    iteration = int(trainer.state.iteration)
+    if args.json:
+        print(json.dumps({"iteration": iteration, "opponent": args.opponent, **result}))
+    else:
+        print(report.format_eval({args.opponent: result}, iteration, args.run_dir, trainer.env))
     return 0
 
 
@@ -188,11 +198,29 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--opponent", default="random", choices=("random", "greedy", "gnubg"),
                    help=f"random, greedy or gnubg (backgammon; needs {BACKGAMMON_EXTRA})")
     e.add_argument("--games", type=int, default=None)
+    e.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     e.set_defaults(func=_eval)
     p = sub.add_parser("presets", help="list the presets of a game: sizes and times")
     p.add_argument("game", metavar="GAME", help="one of: " + ", ".join(games))
     p.set_defaults(func=_presets)
+    g = sub.add_parser("plot", help="draw a run's curves (loss, win rates, throughput) to a PNG")
+    g.add_argument("run_dir")
+    g.add_argument("-o", "--output", default=None, help="default: RUN_DIR/metrics.png")
+    g.set_defaults(func=_plot)
     return parser
+
+
+def _plot(args: argparse.Namespace) -> int:
+    from turbozero.training.metrics import plot_metrics
+
+    path = os.path.join(args.run_dir, "metrics.jsonl")
+    if not os.path.exists(path):
+        raise ValueError(f"{args.run_dir} has no metrics.jsonl (not a run directory, or no "
+                         "iteration finished yet)")
+    out = args.output or os.path.join(args.run_dir, "metrics.png")
+    plot_metrics(path, save_to=out)
+    print(f"wrote {out}")
+    return 0
 
 
 def _presets(args: argparse.Namespace) -> int:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import jax
 import jax.numpy as jnp
@@ -29,7 +29,11 @@ def play_match(
     it acts (turn-based: when it is to move; simultaneous: its own entry of the joint action), so
     shapes stay static. The agent's return is its own reward for turn-based games and its score
     margin over the opponent for simultaneous two-player games. Games still running after
-    `max_steps` count as unfinished and are left out of the rates.
+    `max_steps` are unfinished: they are counted but have no result.
+
+    Returns counts only (int32 scalars, jittable): `games`, `finished`, `wins`, `draws`,
+    `losses` (of the finished games, from the agent's side), `return_sum` (the agent's return
+    summed over finished games) and `steps`; `match_summary` turns them into rates.
     """
     if env.is_simultaneous and env.num_players != 2:
         raise ValueError("simultaneous evaluation supports two players")
@@ -60,13 +64,37 @@ def play_match(
 
     init = (states, jnp.zeros((num_games,), jnp.float32), jnp.int32(0), k_loop)
     s, ret, steps, _ = jax.lax.while_loop(cond, body, init)
-    finished = s.terminated | s.truncated
-    n_done = jnp.maximum(finished.sum(), 1)
+    return match_counts(s.terminated | s.truncated, ret, steps)
+
+
+def match_counts(finished: Any, ret: Any, steps: Any) -> dict[str, Any]:
+    """The counts of a match from per-game `finished` flags [B] and agent returns [B]."""
+    finished, ret = jnp.asarray(finished), jnp.asarray(ret)
     return {
-        "mean_return": jnp.where(finished, ret, 0.0).sum() / n_done,
-        "win_rate": (finished & (ret > 0)).sum() / n_done,
-        "draw_rate": (finished & (ret == 0)).sum() / n_done,
-        "loss_rate": (finished & (ret < 0)).sum() / n_done,
-        "games_finished": finished.sum(),
-        "steps": steps,
+        "games": jnp.int32(finished.shape[0]),
+        "finished": finished.sum(dtype=jnp.int32),
+        "wins": (finished & (ret > 0)).sum(dtype=jnp.int32),
+        "draws": (finished & (ret == 0)).sum(dtype=jnp.int32),
+        "losses": (finished & (ret < 0)).sum(dtype=jnp.int32),
+        "return_sum": jnp.where(finished, ret, 0.0).sum(),
+        "steps": jnp.asarray(steps, jnp.int32),
     }
+
+
+def match_summary(counts: dict[str, Any]) -> dict[str, Optional[float]]:
+    """Plain-Python counts plus rates over the finished games.
+
+    Rates and the mean return are None when no game finished: a rate over zero games is not a
+    result, and 0 or 1 would read as one.
+    """
+    c = {k: int(counts[k]) for k in ("games", "finished", "wins", "draws", "losses", "steps")}
+    n = c["finished"]
+    out: dict[str, Optional[float]] = {
+        "games": c["games"], "finished": n, "unfinished": c["games"] - n,
+        "wins": c["wins"], "draws": c["draws"], "losses": c["losses"],
+    }
+    for rate, count in (("win_rate", "wins"), ("draw_rate", "draws"), ("loss_rate", "losses")):
+        out[rate] = c[count] / n if n else None
+    out["mean_return"] = float(counts["return_sum"]) / n if n else None
+    out["steps"] = c["steps"]
+    return out

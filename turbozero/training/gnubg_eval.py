@@ -12,6 +12,8 @@ from typing import Any, Optional
 import jax
 import numpy as np
 
+from turbozero.training.evaluation import match_counts, match_summary
+
 
 def play_against_gnubg(
     trainer: Any,
@@ -19,8 +21,12 @@ def play_against_gnubg(
     num_games: Optional[int] = None,
     max_steps: Optional[int] = None,
     plies: int = 0,
-) -> dict[str, float]:
-    """The trainer's agent (its `eval_search`) against gnubg; seats alternate over games."""
+) -> dict[str, Optional[float]]:
+    """The trainer's agent (its `eval_search`) against gnubg; seats alternate over games.
+
+    Returns `evaluation.match_summary`: counts of wins, draws, losses and unfinished games,
+    rates over the finished games only (None when none finished).
+    """
     if trainer.config.game != "backgammon":
         raise ValueError("gnubg can only play backgammon")
     try:
@@ -39,7 +45,8 @@ def play_against_gnubg(
     seat = np.arange(n) % env.num_players
     ret = np.zeros(n)
     queues: list[list[int]] = [[] for _ in range(n)]
-    for _ in range(max_steps):
+    steps = 0
+    while steps < max_steps:
         done = np.asarray(states.terminated | states.truncated)
         if done.all():
             break
@@ -57,11 +64,6 @@ def play_against_gnubg(
             queues[g] = []
         states = step(states, actions, jax.random.split(ks, n))
         ret += np.asarray(states.rewards)[np.arange(n), seat]
+        steps += 1
     finished = np.asarray(states.terminated | states.truncated)
-    k = max(int(finished.sum()), 1)
-    return {
-        "mean_return": float(ret[finished].sum() / k),
-        "win_rate": float((finished & (ret > 0)).sum() / k),
-        "loss_rate": float((finished & (ret < 0)).sum() / k),
-        "games_finished": float(finished.sum()),
-    }
+    return match_summary(match_counts(finished, ret, steps))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
+import warnings
 from typing import Any, Callable, Optional
 
 import jax
@@ -28,11 +29,11 @@ from turbozero.search.mctx_policies import (
     search,
 )
 from turbozero.training import collector as collector_lib
-from turbozero.training import replay
+from turbozero.training import replay, report
 from turbozero.training.checkpoints import RunDirectory
 from turbozero.training.run_config import config_to_json
 from turbozero.search.mcgs import MCGSConfig, mcgs_search, network_eval_fn
-from turbozero.training.evaluation import play_match
+from turbozero.training.evaluation import match_summary, play_match
 from turbozero.training.loss_fns import az_loss_fn, simultaneous_loss_fn
 from turbozero.training.metrics import MetricsWriter
 from turbozero.training.trainer import make_optimizer, train
@@ -253,8 +254,12 @@ class Trainer:
             return lambda variables, states, key: greedy_actions(self.env, self.evaluator, variables, states)
         raise ValueError(f"unknown baseline {name!r}; choose from {BASELINES}")
 
-    def evaluate(self, opponent: str, key: Optional[jax.Array] = None, variables=None) -> dict[str, float]:
-        """The current network (with search) against a baseline; greedy uses the same network."""
+    def evaluate(self, opponent: str, key: Optional[jax.Array] = None,
+                 variables=None) -> dict[str, Optional[float]]:
+        """The current network (with search) against a baseline; greedy uses the same network.
+
+        Returns `evaluation.match_summary`: counts of games, finished, unfinished, wins, draws
+        and losses, and rates over the finished games (None when none finished)."""
         if opponent == "gnubg":
             from turbozero.training.gnubg_eval import play_against_gnubg
 
@@ -270,7 +275,7 @@ class Trainer:
             self._evals[opponent] = jax.jit(run)
         variables = self.variables(self.state.train_state) if variables is None else variables
         key = jax.random.fold_in(jax.random.PRNGKey(self.config.seed + 1), int(self.state.iteration)) if key is None else key
-        return {k: float(v) for k, v in self._evals[opponent](variables, key).items()}
+        return match_summary(self._evals[opponent](variables, key))
 
     # ------------------------------------------------------------------ run
     def step(self) -> dict[str, Any]:
@@ -304,18 +309,31 @@ class Trainer:
         cfg = self.config
         target = cfg.num_iterations if num_iterations is None else num_iterations
         start = int(self.state.iteration)
+        for message in report.schedule_warnings(cfg.eval_every, cfg.eval_opponents,
+                                                cfg.checkpoint_every, self.run_dir is not None,
+                                                start, target):
+            warnings.warn(message, stacklevel=2)
         bar = None
         if progress:
             from tqdm.auto import tqdm
 
             bar = tqdm(total=target, initial=start, desc=f"train {cfg.game}", unit="it")
+        explained = False
         for _ in range(start, target):
             record = self.step()
             it = record["iteration"]
             if cfg.eval_every and it % cfg.eval_every == 0:
+                if bar is not None and not explained:
+                    bar.write("evaluation opponents: " + "; ".join(
+                        report.describe_opponent(opp, self.env) for opp in cfg.eval_opponents))
+                    explained = True
                 for opp in cfg.eval_opponents:
+                    if bar is not None:  # evaluation takes a while: say so, or the bar looks stuck
+                        bar.set_description(f"evaluating vs {opp}")
                     res = self.evaluate(opp)
                     record.update({f"eval_{opp}_{k}": v for k, v in res.items()})
+                if bar is not None:
+                    bar.set_description(f"train {cfg.game}")
             if self.metrics is not None and jax.process_index() == 0:
                 self.metrics.write(record)
             if self.run_dir is not None and cfg.checkpoint_every and (
@@ -323,10 +341,7 @@ class Trainer:
             ):
                 self.run_dir.save(it, self.state)
             if bar is not None:
-                post = {k: round(record[k], 3) for k in ("loss", "value_loss", "policy_loss") if k in record}
-                post.update({k.replace("eval_", "").replace("_win_rate", "_win"): round(v, 2)
-                             for k, v in record.items() if k.endswith("win_rate")})
-                bar.set_postfix(post)
+                bar.set_postfix(report.progress_postfix(record))
                 bar.update(1)
             if callback is not None:
                 callback(record)

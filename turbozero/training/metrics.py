@@ -9,6 +9,8 @@ from typing import Any, Iterable, Optional
 
 import numpy as np
 
+from turbozero.training import report
+
 
 def to_python(metrics: dict[str, Any]) -> dict[str, Any]:
     """Arrays and numpy scalars to plain floats/ints/lists (JSON-ready)."""
@@ -39,38 +41,121 @@ def read_metrics(path: str) -> list[dict[str, Any]]:
         return [json.loads(line) for line in f if line.strip()]
 
 
+def latest_per_iteration(records: list[dict[str, Any]], x_key: str = "iteration") -> list[dict[str, Any]]:
+    """One record per `x_key` value, the last written, in order: a resumed run may have written
+    some iterations twice, and a curve must not loop back on itself."""
+    by_x = {r[x_key]: r for r in records if x_key in r}
+    return [by_x[x] for x in sorted(by_x)]
+
+
+LOSS_KEYS = ("loss", "policy_loss", "value_loss")
+THROUGHPUT_KEYS = ("selfplay_positions_per_s", "train_samples_per_s")
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _curve(ax, records, x_key: str, key: str, positive: bool = False, **style) -> bool:
+    """Plot `key` against `x_key` where it is a finite number (and > 0 if `positive`); whether
+    anything was drawn."""
+    pts = [(r[x_key], r[key]) for r in records
+           if _is_number(r.get(key)) and (r[key] > 0 or not positive)]
+    if pts:
+        xs, ys = zip(*pts)
+        ax.plot(xs, ys, label=key, **style)
+    return bool(pts)
+
+
+def _loss_panel(ax, records, x_key: str) -> None:
+    drawn = [_curve(ax, records, x_key, k, marker=".") for k in LOSS_KEYS]
+    if any(drawn):
+        ax.legend(fontsize="small")
+    else:
+        ax.text(0.5, 0.5, "not trained yet:\nreplay has no finished games", ha="center",
+                va="center", transform=ax.transAxes)
+    ax.set_title("training loss")
+    ax.set_xlabel(x_key)
+
+
+def _win_rate_panel(ax, records, x_key: str) -> None:
+    """Win rate per opponent with each point's count (wins/finished); iterations where no game
+    finished are marked below the axis instead of drawn as a rate."""
+    opponents = sorted({opp for r in records for opp in report.eval_results(r)})
+    for opp in opponents:
+        rows = [(r[x_key], report.eval_results(r)[opp]) for r in records
+                if opp in report.eval_results(r)]
+        rated = [(x, res) for x, res in rows if res.get("win_rate") is not None]
+        (line,) = ax.plot([x for x, _ in rated], [res["win_rate"] for _, res in rated],
+                          marker="o", label=opp)
+        for x, res in rated:
+            ax.annotate(f"{res.get('wins', '?')}/{res.get('finished', '?')}",
+                        (x, res["win_rate"]), textcoords="offset points", xytext=(0, 6),
+                        ha="center", fontsize="x-small", color=line.get_color())
+        empty = [x for x, res in rows if res.get("win_rate") is None]
+        if empty:
+            ax.plot(empty, [-0.05] * len(empty), "x", color=line.get_color(),
+                    label=f"{opp}: no game finished")
+    if opponents:
+        ax.legend(fontsize="small")
+    else:
+        ax.text(0.5, 0.5, "no evaluation yet", ha="center", va="center", transform=ax.transAxes)
+    ax.set_ylim(-0.1, 1.1)
+    ax.set_title("win rate (wins/finished games)")
+    ax.set_xlabel(x_key)
+
+
+def _throughput_panel(ax, records, x_key: str) -> None:
+    # 0 means "nothing trained this iteration", not a speed: left out (and a log scale needs > 0)
+    drawn = [_curve(ax, records, x_key, k, positive=True, marker=".") for k in THROUGHPUT_KEYS]
+    if any(drawn):
+        # the first iteration includes compilation: a log scale keeps the rest readable
+        ax.set_yscale("log")
+        ax.legend(fontsize="small")
+    ax.set_title("throughput (per second)")
+    ax.set_xlabel(x_key)
+
+
 def plot_metrics(
     path: str,
     keys: Optional[Iterable[str]] = None,
     x_key: str = "iteration",
     save_to: Optional[str] = None,
 ):
-    """Plot the numeric curves of a metrics.jsonl file, one panel per key; returns the Figure."""
-    import matplotlib
+    """Plot a run's metrics.jsonl; returns the matplotlib Figure.
 
-    if save_to is not None:
-        matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
+    By default three panels: the loss parts, the win rate per evaluation opponent (each point
+    labelled wins/finished) and the throughput. `keys=[...]` draws one panel per key instead.
+    The Figure is made without pyplot, so no GUI backend is chosen or switched: a notebook
+    shows the returned Figure, and `save_to="curves.png"` writes it to a file (in a script, save
+    it; `turbozero plot RUN_DIR` does).
+    """
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
 
-    records = read_metrics(path)
+    records = latest_per_iteration(read_metrics(path), x_key)
     if keys is None:
-        keys = sorted(
-            {k for r in records for k, v in r.items() if isinstance(v, (int, float)) and k != x_key}
-        )
-    keys = list(keys)
-    cols = min(3, max(1, len(keys)))
-    rows = max(1, math.ceil(len(keys) / cols))
-    fig, axes = plt.subplots(rows, cols, figsize=(4.5 * cols, 3 * rows), squeeze=False)
-    for ax, k in zip(axes.flat, keys):
-        pts = [(r[x_key], r[k]) for r in records if k in r and x_key in r]
-        if pts:
-            xs, ys = zip(*pts)
-            ax.plot(xs, ys, marker=".")
-        ax.set_title(k)
-        ax.set_xlabel(x_key)
-    for ax in list(axes.flat)[len(keys):]:
-        ax.axis("off")
-    fig.tight_layout()
+        fig = Figure(figsize=(15, 4), layout="constrained")
+        loss_ax, win_ax, speed_ax = fig.subplots(1, 3)
+        _loss_panel(loss_ax, records, x_key)
+        _win_rate_panel(win_ax, records, x_key)
+        _throughput_panel(speed_ax, records, x_key)
+    else:
+        keys = list(keys)
+        if not keys:
+            raise ValueError("plot_metrics: keys is empty; leave it out for the default panels")
+        cols = min(3, len(keys))
+        rows = math.ceil(len(keys) / cols)
+        fig = Figure(figsize=(5 * cols, 3.5 * rows), layout="constrained")
+        axes = list(fig.subplots(rows, cols, squeeze=False).flat)
+        for ax, k in zip(axes, keys):
+            _curve(ax, records, x_key, k, marker=".")
+            ax.set_title(k)
+            ax.set_xlabel(x_key)
+        for ax in axes[len(keys):]:
+            ax.axis("off")
+    for ax in fig.axes:  # iterations are whole numbers
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     if save_to is not None:
-        fig.savefig(save_to)
+        fig.savefig(save_to, dpi=100)
     return fig

@@ -1,0 +1,132 @@
+"""Evaluation and training results as text people read: every rate next to its count.
+
+Pure functions from the records the loop writes (`metrics.jsonl`) and the dicts
+`evaluation.match_summary` returns; the CLI and `Trainer.run` print what these return.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+# The keys of one opponent's result (`evaluation.match_summary`), in table order.
+RESULT_KEYS = ("games", "finished", "unfinished", "wins", "draws", "losses", "win_rate",
+               "draw_rate", "loss_rate", "mean_return", "steps")
+
+NOT_TRAINED = "not trained yet: replay has no finished games"
+
+
+def describe_opponent(name: str, env: Any) -> str:
+    """What an evaluation opponent is, in one line (the same words on every screen)."""
+    if name == "random":
+        return "random = uniform over the legal moves"
+    if name == "greedy" and env.is_simultaneous:
+        # the simultaneous baseline is the game's own player; the env says what it does
+        how = getattr(env, "greedy_description", "the game's own greedy player")
+        return f"greedy = {how}"
+    if name == "greedy":
+        return "greedy = the same network at 1 ply, no search (the move whose result it values best)"
+    if name == "gnubg":
+        return "gnubg = GNU Backgammon at 0-ply (its neural net, no lookahead)"
+    return name
+
+
+def eval_results(record: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """{opponent: result} from a loop record's `eval_<opponent>_<key>` entries."""
+    out: dict[str, dict[str, Any]] = {}
+    for key, value in record.items():
+        if not key.startswith("eval_"):
+            continue
+        for field in RESULT_KEYS:
+            if key.endswith("_" + field):
+                out.setdefault(key[len("eval_"):-len(field) - 1], {})[field] = value
+                break
+    return out
+
+
+def _rate(value: Optional[float]) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def format_match(opponent: str, result: dict[str, Any]) -> str:
+    """'random: won 12 / drew 1 / lost 3 of 16 finished (0 unfinished), win rate 0.750'."""
+    counts = (f"won {result['wins']} / drew {result['draws']} / lost {result['losses']} "
+              f"of {result['finished']} finished ({result['unfinished']} unfinished)")
+    if not result["finished"]:
+        return f"{opponent}: {counts}, no win rate: no game finished"
+    return f"{opponent}: {counts}, win rate {_rate(result['win_rate'])}"
+
+
+def format_loss(record: dict[str, Any]) -> str:
+    """'loss 1.2345 (policy 1.0000, value 0.2345)', or why there is no loss yet."""
+    if "loss" not in record:
+        return NOT_TRAINED
+    parts = [f"{name} {record[key]:.4f}" for name, key in
+             (("policy", "policy_loss"), ("value", "value_loss")) if key in record]
+    return f"loss {record['loss']:.4f}" + (f" ({', '.join(parts)})" if parts else "")
+
+
+def format_iteration(record: dict[str, Any]) -> str:
+    """One line per evaluated iteration: the loss, then each opponent's result."""
+    lines = [f"iteration {record['iteration']}: {format_loss(record)}"]
+    lines += [f"  {format_match(opp, res)}" for opp, res in eval_results(record).items()]
+    return "\n".join(lines)
+
+
+def format_eval(results: dict[str, dict[str, Any]], iteration: int, run_dir: str,
+                env: Any = None) -> str:
+    """A table of evaluation results, one row per opponent, with the opponents' meanings."""
+    header = ("opponent", "games", "finished", "unfinished", "won", "drew", "lost", "win rate",
+              "mean return")
+    rows = [header]
+    for opp, r in results.items():
+        mean = "-" if r["mean_return"] is None else f"{r['mean_return']:.3f}"
+        rows.append((opp, str(r["games"]), str(r["finished"]), str(r["unfinished"]),
+                     str(r["wins"]), str(r["draws"]), str(r["losses"]), _rate(r["win_rate"]),
+                     mean))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = [f"{run_dir}: checkpoint of iteration {iteration}", ""]
+    for row in rows:
+        cells = [row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:], widths[1:])]
+        lines.append("  ".join(cells).rstrip())
+    lines.append("")
+    lines.append("rates are over finished games; '-' means no game finished")
+    if env is not None:
+        lines += [describe_opponent(opp, env) for opp in results]
+    return "\n".join(lines)
+
+
+def progress_postfix(record: dict[str, Any]) -> dict[str, str]:
+    """The progress bar's postfix: the losses, and each win rate with its finished count."""
+    post = {k: f"{record[k]:.3f}" for k in ("loss", "value_loss", "policy_loss") if k in record}
+    for opp, r in eval_results(record).items():
+        if "finished" in r:
+            post[opp] = (f"won {_rate(r.get('win_rate'))} of {r['finished']}" if r["finished"]
+                         else f"0 of {r.get('games', '?')} finished")
+    return post
+
+
+def _due(every: int, start: int, target: int) -> bool:
+    """Whether some iteration in (start, target] is a multiple of `every` (> 0)."""
+    return target // every > start // every
+
+
+def schedule_warnings(eval_every: int, eval_opponents: tuple, checkpoint_every: int,
+                      saves_checkpoints: bool, start: int, target: int) -> list[str]:
+    """Settings under which iterations start+1..target never evaluate or never checkpoint.
+
+    A run always checkpoints its last iteration when checkpoint_every > 0, so only 0 loses them.
+    """
+    if target <= start:
+        return []
+    out = []
+    span = f"iterations {start + 1}..{target}"
+    if eval_opponents and eval_every == 0:
+        out.append(f"eval_every=0: this run never plays eval_opponents={tuple(eval_opponents)}; "
+                   "set eval_every >= 1, or eval_opponents=() to turn evaluation off")
+    elif eval_opponents and not _due(eval_every, start, target):
+        out.append(f"eval_every={eval_every} but this run does {span}: no evaluation happens; "
+                   f"set eval_every <= {target}")
+    if saves_checkpoints and checkpoint_every == 0:
+        out.append("checkpoint_every=0: this run saves no checkpoint, so `turbozero eval` and "
+                   "resuming will find none")
+    return out
