@@ -58,6 +58,14 @@ def base_run(tmp_path_factory):
     return run_dir, after_one, trainer
 
 
+def test_run_directory_stores_its_full_config(base_run):
+    from turbozero.training.run_config import config_from_json, load_run_config
+
+    with open(os.path.join(base_run[0], MARKER), encoding="utf-8") as f:
+        assert config_from_json(json.load(f)["config"]) == _config()
+    assert load_run_config(base_run[0]) == _config()
+
+
 def _copy(base_run, tmp_path) -> str:
     dest = str(tmp_path / "run")
     shutil.copytree(base_run[0], dest)

@@ -111,6 +111,11 @@ def _train(args: argparse.Namespace) -> int:
                           {"game": args.game, "preset": preset, "set": args.set or [],
                            "iterations": args.iterations, "seed": args.seed})
     print(f"run directory: {trainer.run_dir.path}")
+    if int(trainer.state.iteration) >= config.num_iterations:
+        print(f"the run has done its {config.num_iterations} iterations; --iterations N trains "
+              "it on to iteration N")
+        trainer.run_dir.close()
+        return 0
     trained: list[dict] = []
     evaluated: list[dict] = []
 

@@ -164,7 +164,7 @@ def restore_intact(manager: ocp.CheckpointManager, directory: str, like: Any
 def load_checkpoint(run_path: str, like: Any) -> tuple[Any, int]:
     """Restore the newest intact checkpoint of a run directory, reading only (for
     `turbozero eval`): damaged steps are warned about and left where they are."""
-    directory = os.path.join(run_path, "checkpoints")
+    directory = os.path.join(os.path.abspath(run_path), "checkpoints")  # orbax wants absolute
     if not os.path.isdir(directory):
         raise ValueError(f"no checkpoint in {run_path}")
     manager = _manager(directory, write=False)

@@ -1,0 +1,200 @@
+"""The command line: `--set` parsing against the config's field types, help and presets, the
+gnubg extra, and `eval` / `--resume` on a run directory made from Python."""
+
+import dataclasses
+import json
+import os
+import sys
+
+import pytest
+
+from turbozero import cli
+from turbozero.presets import get_preset
+from turbozero.search.mcgs import MCGSConfig
+from turbozero.search.mctx_policies import SearchConfig
+from turbozero.training.checkpoints import MARKER
+from turbozero.training.run_config import (
+    config_from_json,
+    config_to_json,
+    parse_overrides,
+    with_overrides,
+)
+
+GAME = "pgx/tic_tac_toe"
+
+
+def _err_line(capsys) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err  # one line, no traceback
+    return err[0]
+
+
+# ----------------------------------------------------------------------- --set parsing
+def test_set_parses_each_field_type():
+    base = get_preset("backgammon", "tiny")
+    new = parse_overrides(base, [
+        "num_envs=8", "learning_rate=3e-3", "search.num_simulations=16",
+        "search.algorithm=gumbel", "search.max_depth=none", "eval_opponents=greedy",
+        'network={"extra": 1}', "env_config.max_plies=50",
+    ])
+    assert new["num_envs"] == 8 and new["learning_rate"] == 3e-3
+    assert new["search"] == SearchConfig(num_simulations=16, algorithm="gumbel", max_depth=None)
+    # a single name is a one-element tuple, not the letters of the name
+    assert new["eval_opponents"] == ("greedy",)
+    # dicts merge into the preset's instead of replacing it
+    assert new["network"] == {"hidden_sizes": (64, 64), "extra": 1}
+    assert new["env_config"] == (("max_plies", 50),)
+    assert parse_overrides(base, ["eval_opponents=random,greedy"])["eval_opponents"] == (
+        "random", "greedy")
+    assert parse_overrides(base, ["network.hidden_sizes=32,16"])["network"] == {
+        "hidden_sizes": (32, 16)}
+    assert parse_overrides(base, ['network={"hidden_sizes": [8]}'])["network"] == {
+        "hidden_sizes": (8,)}
+    # a JSON object merges into a nested config too; later keys build on earlier ones
+    new = parse_overrides(base, ['search={"num_simulations": 4}', "search.temperature=0.5"])
+    assert new["search"] == SearchConfig(num_simulations=4, temperature=0.5)
+    pyrat = get_preset("pyrat", "tiny")
+    assert parse_overrides(pyrat, ["search.capacity=40"])["search"] == dataclasses.replace(
+        pyrat.search, capacity=40)
+    assert isinstance(pyrat.search, MCGSConfig)
+
+
+@pytest.mark.parametrize("pair, message", [
+    ("num_envs=abc", "--set num_envs: expected an int, got 'abc'"),
+    ("num_envs=1.5", "--set num_envs: expected an int, got '1.5'"),
+    ("learning_rate=fast", "--set learning_rate: expected a float, got 'fast'"),
+    ("search.num_simulations=x", "--set search.num_simulations: expected an int, got 'x'"),
+    ("search.algorithm=alphabeta",
+     "--set search.algorithm: expected one of 'muzero', 'gumbel', got 'alphabeta'"),
+    ("network.hidden_sizes=64,wide", "--set network.hidden_sizes[1]: expected an int, got 'wide'"),
+    ('network={"hidden_sizes": "wide"}',
+     "--set network.hidden_sizes: expected a tuple (a,b or a JSON array), got 'wide'"),
+    ("network=[1, 2]", "--set network: expected a JSON object"),
+    ("bogus=1", "--set bogus: TrainConfig has no field 'bogus'"),
+    ("search.bogus=1", "--set search.bogus: SearchConfig has no field 'bogus'"),
+    ("num_envs.x=1", "--set num_envs.x: num_envs is an int, it has no field 'x'"),
+    ("num_envs", "--set expects KEY=VALUE, got 'num_envs'"),
+])
+def test_set_rejects_values_that_do_not_fit(pair, message):
+    with pytest.raises(ValueError) as err:
+        parse_overrides(get_preset("backgammon", "tiny"), [pair])
+    assert str(err.value).startswith(message)
+
+
+def test_set_error_on_the_command_line_is_one_line(capsys):
+    assert cli.main(["train", GAME, "--set", "num_envs=abc"]) == 2
+    assert _err_line(capsys) == "turbozero: error: --set num_envs: expected an int, got 'abc'"
+
+
+def test_changed_search_carries_a_derived_evaluation_search():
+    base = get_preset(GAME, "tiny")
+    cfg = with_overrides(base, parse_overrides(base, ["search.num_simulations=5"]))
+    assert cfg.eval_search == SearchConfig(num_simulations=5, dirichlet_fraction=0.0,
+                                           temperature=0.0)
+    # a preset's own evaluation search stays
+    small = get_preset("pyrat", "small")
+    cfg = with_overrides(small, parse_overrides(small, ["search.num_simulations=8"]))
+    assert cfg.eval_search == small.eval_search
+
+
+# ------------------------------------------------------------------------ config JSON
+@pytest.mark.parametrize("game, preset", [("backgammon", "tiny"), ("pyrat", "small"),
+                                          ("chess", "large"), (GAME, "tiny")])
+def test_config_json_round_trip(game, preset):
+    config = get_preset(game, preset, eval_opponents=("random", "greedy"))
+    text = json.dumps(config_to_json(config))
+    assert config_from_json(json.loads(text)) == config
+
+
+def test_config_json_is_generic_and_guarded():
+    data = config_to_json(get_preset(GAME, "tiny"))
+    assert data["search"]["__dataclass__"] == "turbozero.search.mctx_policies:SearchConfig"
+    # a field a later version added is missing from an older file: its default is used
+    del data["search"]["pb_c_base"]
+    assert config_from_json(data).search.pb_c_base == SearchConfig().pb_c_base
+    data["search"]["warp_factor"] = 9
+    with pytest.raises(ValueError, match="SearchConfig has no field 'warp_factor'"):
+        config_from_json(data)
+    data["search"] = {"__dataclass__": "subprocess:Popen"}
+    with pytest.raises(ValueError, match="not one of turbozero's"):
+        config_from_json(data)
+
+
+# ---------------------------------------------------------------------- help, presets
+def test_train_help_lists_games_and_the_default_preset(capsys):
+    with pytest.raises(SystemExit) as done:
+        cli.main(["train", "--help"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    for game in ("backgammon", "chess", "pacosako", "pgx/tic_tac_toe", "pyrat"):
+        assert game in out
+    assert "default: tiny" in out
+
+
+def test_presets_prints_sizes_and_times(capsys):
+    assert cli.main(["presets", "pyrat"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    tiny = next(line for line in lines if line.startswith("tiny"))
+    assert tiny.split()[1:4] == ["32", "32", "20"]  # num_envs, simulations, iterations
+    assert "num_filters=16" in tiny and "4 min 50 s" in tiny
+    large = next(line for line in lines if line.startswith("large"))
+    assert large.endswith("not measured")
+
+
+def test_unknown_game_is_an_error(capsys):
+    assert cli.main(["presets", "go"]) == 2
+    assert "no presets for game 'go'" in _err_line(capsys)
+    with pytest.raises(SystemExit) as done:
+        cli.main(["train", "go"])
+    assert done.value.code == 2
+    assert "invalid choice: 'go'" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- gnubg
+def test_gnubg_opponent_without_gnubg_names_the_extra(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "gnubg", None)  # `import gnubg` raises ImportError
+    run_dir = tmp_path / "bg"
+    argv = ["train", "backgammon", "--run-dir", str(run_dir), "--set",
+            "eval_opponents=random,gnubg"]
+    assert cli.main(argv) == 2
+    assert _err_line(capsys) == ("turbozero: error: the gnubg opponent needs the gnubg package: "
+                                 'pip install -e ".[backgammon]"')
+    assert not run_dir.exists()  # refused before building a trainer
+    # eval: checked right after reading the run's config
+    run_dir.mkdir()
+    (run_dir / MARKER).write_text(json.dumps({"config": config_to_json(
+        get_preset("backgammon", "tiny"))}))
+    assert cli.main(["eval", str(run_dir), "--opponent", "gnubg"]) == 2
+    assert 'pip install -e ".[backgammon]"' in _err_line(capsys)
+
+
+def test_backgammon_extra_brings_gnubg():
+    import tomllib
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "pyproject.toml"), "rb") as f:
+        extras = tomllib.load(f)["project"]["optional-dependencies"]
+    names = lambda reqs: {r.split("=")[0].split(">")[0].split("<")[0].strip() for r in reqs}  # noqa: E731
+    assert {"gnubg", "gnubg-nn"} <= names(extras["backgammon"])
+    assert {"gnubg", "gnubg-nn"} <= names(extras["test"])
+
+
+# ------------------------------------------------------------------------- --resume
+def test_resume_with_another_preset_is_an_error(tmp_path, capsys):
+    run_dir = tmp_path / "py"  # as `Trainer(config, run_dir)` leaves it: a config, no cli.json
+    run_dir.mkdir()
+    (run_dir / MARKER).write_text(json.dumps({"config": config_to_json(get_preset(GAME, "tiny"))}))
+    argv = ["train", GAME, "--resume", "--run-dir", str(run_dir)]
+    assert cli.main(argv + ["--preset", "tiny"]) == 2
+    assert "was not made with that preset" in _err_line(capsys)
+    assert cli.main(["train", "chess", "--resume", "--run-dir", str(run_dir)]) == 2
+    assert _err_line(capsys).endswith(f"is a run of {GAME}, not chess")
+
+
+def test_resume_of_a_missing_directory_is_an_error(tmp_path, capsys):
+    missing = str(tmp_path / "nothing")
+    assert cli.main(["train", GAME, "--resume", "--run-dir", missing]) == 2
+    assert _err_line(capsys) == f"turbozero: error: {missing} does not exist"
+    assert cli.main(["train", GAME, "--resume"]) == 2
+    assert "--resume needs --run-dir" in _err_line(capsys)
+    assert not os.path.exists(missing)
