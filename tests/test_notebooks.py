@@ -26,7 +26,18 @@ def run_notebook(name: str, **env: str) -> list:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-    return [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    _check_clean(name, outputs)
+    return outputs
+
+
+def _check_clean(name: str, outputs: list) -> None:
+    """No warning printed, and no cell ending in a large repr (a loop state prints 80 KB)."""
+    for o in outputs:
+        text = o.get("text", "") if o.get("name") == "stderr" else ""
+        assert "Warning" not in text and "warning:" not in text, f"{name}: {text[-2000:]}"
+        plain = "".join(o.get("data", {}).get("text/plain", ""))
+        assert len(plain) < 2000, f"{name}: a cell ends with a {len(plain)}-character repr"
 
 
 def _text(outputs: list) -> str:

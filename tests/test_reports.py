@@ -145,11 +145,14 @@ def untrained_run():
 
 
 def test_run_shows_evaluation_in_the_bar_and_warns_when_none_is_due(untrained_run, monkeypatch):
-    import tqdm.auto
-
     trainer = untrained_run
     bars, seen_by_evaluate, records = [], [], []
-    monkeypatch.setattr(tqdm.auto, "tqdm", lambda *a, **k: bars.append(_RecordingBar(*a, **k)) or bars[-1])
+
+    def new_bar(*args, **kwargs):
+        bars.append(_RecordingBar(*args, **kwargs))
+        return bars[-1]
+
+    monkeypatch.setattr(report, "tqdm_class", lambda: new_bar)
     evaluate = trainer.evaluate
 
     def spy(opponent, *args, **kwargs):

@@ -315,9 +315,8 @@ class Trainer:
             warnings.warn(message, stacklevel=2)
         bar = None
         if progress:
-            from tqdm.auto import tqdm
-
-            bar = tqdm(total=target, initial=start, desc=f"train {cfg.game}", unit="it")
+            bar = report.tqdm_class()(total=target, initial=start, desc=f"train {cfg.game}",
+                                      unit="it")
         explained = False
         for _ in range(start, target):
             record = self.step()

@@ -43,6 +43,17 @@ def eval_results(record: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def tqdm_class():
+    """The progress-bar class: tqdm.auto's notebook widget where ipywidgets is installed, else
+    the text bar (tqdm.auto would fall back to it too, but with a TqdmWarning in notebooks)."""
+    try:
+        import ipywidgets  # noqa: F401
+        from tqdm.auto import tqdm
+    except ImportError:
+        from tqdm.std import tqdm
+    return tqdm
+
+
 def _rate(value: Optional[float]) -> str:
     return "-" if value is None else f"{value:.3f}"
 
