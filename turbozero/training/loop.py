@@ -30,13 +30,14 @@ from turbozero.search.mctx_policies import (
 )
 from turbozero.training import collector as collector_lib
 from turbozero.training import replay, report
+from turbozero.training.acting import TemperatureSchedule
 from turbozero.training.checkpoints import RunDirectory
 from turbozero.training.run_config import config_to_json
 from turbozero.search.mcgs import MCGSConfig, mcgs_search, network_eval_fn
 from turbozero.training.evaluation import match_summary, play_match
 from turbozero.training.loss_fns import az_loss_fn, simultaneous_loss_fn
 from turbozero.training.metrics import MetricsWriter
-from turbozero.training.trainer import make_optimizer, train
+from turbozero.training.trainer import check_decay_mask, make_optimizer, train
 from turbozero.training.types import TrainState
 
 BASELINES = ("random", "greedy")
@@ -53,7 +54,13 @@ class TrainConfig:
     replay_capacity: int = 64  # positions kept per game
     learning_rate: float = 1e-3
     warmup_steps: int = 0
-    l2_reg_lambda: float = 1e-4
+    # L2 on the kernels of convolution and dense layers only (alphazero-chess.md §8.4): the
+    # optimizer adds weight_decay * w to their gradients, PyTorch Adam(weight_decay=...)'s
+    # coupled L2, i.e. the gradient of the loss term weight_decay / 2 * ||w||^2.
+    weight_decay: float = 1e-4
+    weight_decay_params: tuple = ("kernel",)  # parameter leaf names that decay
+    # self-play acting: tau for the first T moves of each game, then argmax (§6.6)
+    temperature_schedule: TemperatureSchedule = TemperatureSchedule()
     num_iterations: int = 10
     eval_every: int = 5  # 0 disables evaluation
     eval_games: int = 16
@@ -77,8 +84,11 @@ class TrainConfig:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if not self.learning_rate > 0:
             raise ValueError(f"learning_rate must be > 0, got {self.learning_rate}")
-        if self.l2_reg_lambda < 0:
-            raise ValueError(f"l2_reg_lambda must be >= 0, got {self.l2_reg_lambda}")
+        if not self.weight_decay >= 0:
+            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay}")
+        if not isinstance(self.temperature_schedule, TemperatureSchedule):
+            raise ValueError("temperature_schedule must be a TemperatureSchedule, got "
+                             f"{type(self.temperature_schedule).__name__}")
         for opp in self.eval_opponents:
             if opp not in BASELINES and opp != "gnubg":
                 raise ValueError(f"unknown evaluation opponent {opp!r}; use {BASELINES} or 'gnubg'")
@@ -136,7 +146,8 @@ class Trainer:
                 az_loss_fn, value_head_out_size=self.spec.value_head_out_size
             )
         total = config.num_iterations * config.train_steps
-        self.tx = make_optimizer(config.learning_rate, total, config.warmup_steps)
+        self.tx = make_optimizer(config.learning_rate, total, config.warmup_steps,
+                                 config.weight_decay, config.weight_decay_params)
         self._build_jitted()
         self.state = self.init_state()
         self.run_dir: Optional[RunDirectory] = None
@@ -182,6 +193,7 @@ class Trainer:
         col = collector_lib.init_collector(self.env, k_env, cfg.num_envs)
         obs = col.env_state.observation
         variables = self.network.init(k_net, obs[:1])
+        check_decay_mask(variables["params"], cfg.weight_decay_params, cfg.weight_decay)
         train_state = TrainState.create(
             apply_fn=self.network.apply,
             params=variables["params"],
@@ -218,7 +230,7 @@ class Trainer:
             key, k = jax.random.split(state.key)
             col, buf, stats = collector_lib.collect(
                 env, self_play_search, self.variables(state.train_state),
-                state.collector, state.buffer, k, cfg.collect_steps,
+                state.collector, state.buffer, k, cfg.collect_steps, cfg.temperature_schedule,
             )
             return state.replace(collector=col, buffer=buf, key=key), stats
 
@@ -229,7 +241,7 @@ class Trainer:
             ts, metrics = train(
                 state.train_state, state.buffer, k, loss_fn=self.loss_fn,
                 batch_size=cfg.batch_size, num_steps=cfg.train_steps,
-                l2_reg_lambda=cfg.l2_reg_lambda, shard_batch=shard,
+                shard_batch=shard,
             )
             return state.replace(train_state=ts, key=key), metrics
 
