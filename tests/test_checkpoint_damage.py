@@ -232,3 +232,14 @@ def test_run_killed_mid_save_resumes(base_run, tmp_path):
     trainer.run_dir.close()
     assert [r["iteration"] for r in read_metrics(metrics)] == [1, 2]
     _assert_same(trainer.state, base_run[2].state)
+
+
+def test_fresh_start_in_a_run_without_checkpoints_starts_its_metrics_afresh(base_run, tmp_path):
+    run_dir = _copy(base_run, tmp_path)  # as if killed before its first checkpoint
+    shutil.rmtree(os.path.join(run_dir, "checkpoints"))
+    like = base_run[2].state
+    with open(os.path.join(run_dir, MARKER), encoding="utf-8") as f:
+        marker = json.load(f)
+    identity = {k: marker[k] for k in ("game", "network", "config")}
+    RunDirectory(run_dir, identity, like.train_state.params, resume=False, state=like).close()
+    assert read_metrics(os.path.join(run_dir, "metrics.jsonl")) == []

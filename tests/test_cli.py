@@ -191,6 +191,18 @@ def test_resume_with_another_preset_is_an_error(tmp_path, capsys):
     assert _err_line(capsys).endswith(f"is a run of {GAME}, not chess")
 
 
+def test_run_made_before_configs_were_stored_is_read_from_its_cli_json(tmp_path):
+    from turbozero.training.run_config import load_run_config
+
+    (tmp_path / MARKER).write_text(json.dumps({"game": GAME, "network": {}}))
+    (tmp_path / "cli.json").write_text(json.dumps(
+        {"game": GAME, "preset": "tiny", "overrides": {"eval_every": 2, "eval_games": 8}}))
+    assert load_run_config(str(tmp_path)) == get_preset(GAME, "tiny", eval_every=2, eval_games=8)
+    (tmp_path / "cli.json").unlink()
+    with pytest.raises(ValueError, match="did not store the run's config"):
+        load_run_config(str(tmp_path))
+
+
 def test_resume_of_a_missing_directory_is_an_error(tmp_path, capsys):
     missing = str(tmp_path / "nothing")
     assert cli.main(["train", GAME, "--resume", "--run-dir", missing]) == 2

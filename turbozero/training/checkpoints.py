@@ -33,8 +33,10 @@ import orbax.checkpoint as ocp
 
 MARKER = "turbozero_run.json"
 DAMAGED = "damaged_checkpoints"
-# seconds to wait after a failed restore for its other TensorStore reads to finish
-_STRAGGLERS_S = 0.3
+# after a failed restore, its other TensorStore reads finish (and print) for a while: wait until
+# the held output has been quiet this long, or at most _STRAGGLERS_MAX_S
+_STRAGGLERS_QUIET_S = 0.5
+_STRAGGLERS_MAX_S = 5.0
 
 
 class DamagedCheckpointWarning(UserWarning):
@@ -110,6 +112,17 @@ def _unraisable_to_fd2(unraisable: Any) -> None:
     os.write(2, text.encode(errors="replace"))
 
 
+def _wait_until_quiet(fd: int) -> None:
+    """Wait until nothing has been written to the file behind `fd` for _STRAGGLERS_QUIET_S."""
+    deadline = time.monotonic() + _STRAGGLERS_MAX_S
+    size, quiet_since = os.fstat(fd).st_size, time.monotonic()
+    while time.monotonic() < deadline and time.monotonic() - quiet_since < _STRAGGLERS_QUIET_S:
+        time.sleep(0.05)
+        now = os.fstat(fd).st_size
+        if now != size:
+            size, quiet_since = now, time.monotonic()
+
+
 @contextlib.contextmanager
 def _stderr_held_back() -> Iterator[list[bool]]:
     """Hold what is written to file descriptor 2 until the block ends; it is written out unless
@@ -153,8 +166,7 @@ def restore_intact(manager: ocp.CheckpointManager, directory: str, like: Any
             except Exception as err:  # noqa: BLE001 - any failure to read a step is damage
                 damaged[step] = _reason(err)
                 drop[0] = True
-                # the failed step's reads still in flight report (to the held stderr) shortly
-                time.sleep(_STRAGGLERS_S)
+                _wait_until_quiet(2)  # the failed step's reads still in flight report there
     if damaged:
         reasons = "; ".join(f"step {s}: {r}" for s, r in damaged.items())
         raise ValueError(f"no intact checkpoint in {directory}: {reasons}")
@@ -208,6 +220,8 @@ class RunDirectory:
         os.makedirs(self.path, exist_ok=True)
         # rewritten on resume too: the marker describes the config the run continues with
         write_json_atomic(os.path.join(self.path, MARKER), self.identity)
+        if not resume:  # a run that died before its first checkpoint: start its metrics afresh
+            self.truncate_metrics(0)
         self.manager = _manager(self.checkpoint_dir, max_to_keep=max_to_keep, write=True)
 
     def _check_compatible(self, found: dict[str, Any], resume: bool) -> None:
