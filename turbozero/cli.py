@@ -21,6 +21,9 @@ BACKGAMMON_EXTRA = 'pip install -e ".[backgammon]"'
 # Wall time of `turbozero train GAME --preset P` on 2 CPU cores, where someone measured it (the
 # docs page named holds the conditions); every other preset says "not measured".
 MEASURED_TIMES: dict[tuple[str, str], str] = {
+    ("backgammon", "tiny"): "75 s to 2 min 30 s (docs/training.md)",
+    ("chess", "tiny"): "2 min 56 s (docs/training.md)",
+    ("pgx/tic_tac_toe", "tiny"): "21 s (docs/training.md)",
     ("pyrat", "tiny"): "4 min 50 s (docs/pyrat.md)",
     ("pyrat", "small"): "45 min 44 s (docs/pyrat.md)",
     ("pacosako", "tiny"): "1 min 52 s (docs/pacosako.md)",
