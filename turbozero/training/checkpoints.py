@@ -85,11 +85,13 @@ def _reason(err: BaseException) -> str:
 def _first_difference(found: dict[str, list[int]], want: dict[str, list[int]]) -> str:
     for key in sorted(set(found) | set(want)):
         if found.get(key) != want.get(key):
-            return f"{key or 'state'} is {found.get(key, 'absent')} there, {want.get(key, 'absent')} here"
+            return (f"{key or 'state'} is {found.get(key, 'absent')} there, "
+                    f"{want.get(key, 'absent')} here")
     return ""
 
 
-def _manager(directory: str, *, max_to_keep: Optional[int] = None, write: bool) -> ocp.CheckpointManager:
+def _manager(directory: str, *, max_to_keep: Optional[int] = None,
+             write: bool) -> ocp.CheckpointManager:
     options = ocp.CheckpointManagerOptions(
         max_to_keep=max_to_keep,
         create=write,

@@ -218,7 +218,8 @@ def _from_json_value(value: Any, hint: Any, current: Any, key: str) -> Any:
             raise OverrideError(key, _describe(want), value)
         out = current if isinstance(current, want) else want()
         for k, v in value.items():
-            out = _replace_field(out, k, lambda old, h, k=k, v=v: _from_json_value(v, h, old, f"{key}.{k}"), key)
+            out = _replace_field(
+                out, k, lambda old, h, k=k, v=v: _from_json_value(v, h, old, f"{key}.{k}"), key)
         return out
     if not isinstance(value, want):
         raise OverrideError(key, _describe(want), value)
