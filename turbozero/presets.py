@@ -37,6 +37,15 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             network={"hidden_sizes": (64, 64)}, search=SearchConfig(num_simulations=8),
             max_eval_steps=1200, eval_opponents=("random", "greedy"), temperature_schedule=_BACKGAMMON,
         ),
+        # sized for the learning curves of docs/learning.md: ~20 min on 2 CPU cores, evaluated
+        # against gnubg 0-ply too (needs the backgammon extra)
+        "medium": dict(
+            num_envs=64, collect_steps=32, train_steps=32, batch_size=256, replay_capacity=256,
+            num_iterations=100, eval_every=20, eval_games=64, learning_rate=3e-3,
+            network={"hidden_sizes": (128, 128)}, search=SearchConfig(num_simulations=16),
+            max_eval_steps=2000, eval_opponents=("random", "greedy", "gnubg"),
+            temperature_schedule=_BACKGAMMON,
+        ),
         "small": dict(
             num_envs=256, collect_steps=64, train_steps=64, batch_size=512, replay_capacity=1024,
             num_iterations=500, eval_every=25, eval_games=256, learning_rate=1e-3,
