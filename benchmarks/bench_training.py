@@ -27,7 +27,7 @@ def main() -> None:
     p.add_argument("--simulations", type=int, default=None)
     p.add_argument("--repeats", type=int, default=3)
     args = p.parse_args()
-    overrides = {"eval_every": 0, "checkpoint_every": 0}
+    overrides = {"eval_every": 0, "eval_opponents": (), "checkpoint_every": 0}
     if args.num_envs:
         overrides["num_envs"] = args.num_envs
     cfg = get_preset(args.game, args.preset, **overrides)

@@ -52,7 +52,7 @@ def test_checkpoint_round_trip(finished_run):
 
 
 def test_resume_gives_the_same_next_step(tmp_path):
-    cfg = _config(num_iterations=3, eval_every=0, checkpoint_every=1)
+    cfg = _config(num_iterations=3, eval_every=0, eval_opponents=(), checkpoint_every=1)
     straight = Trainer(cfg, str(tmp_path / "a"))
     straight.run(progress=False)
     interrupted = Trainer(cfg, str(tmp_path / "b"))
