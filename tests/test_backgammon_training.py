@@ -143,3 +143,38 @@ def test_gnubg_opponent_plays_legal_complete_moves(short_run):
         assert 0.0 <= result["win_rate"] <= 1.0
     else:
         assert result["win_rate"] is None
+
+
+def _linear_evaluator():
+    # a fixed evaluator whose values differ between positions (uniform priors): with mctx's
+    # min-max Q the first child visited then outscores every unvisited one
+    w = jax.random.normal(jax.random.PRNGKey(42), ENV.observation_shape) * 0.3
+
+    def apply(variables, obs):
+        return jnp.zeros((obs.shape[0], ENV.num_actions)), jnp.tanh(obs @ w)
+
+    return NetworkEvaluator(apply, 1)
+
+
+@pytest.mark.parametrize("q, spread", [("fpu", True), ("minmax", False)])
+def test_few_simulations_spread_over_the_moves_with_dynamic_fpu(q, spread):
+    """8 simulations from a position with many legal first moves: the default selection Q
+    (dynamic FPU, fpu_base 0) tries several moves; mctx's min-max Q puts every simulation on
+    the first child it visits, which made self-play targets one-hot on an arbitrary move."""
+    from turbozero.search.mctx_policies import DynamicFPU, MinMaxQ
+
+    s = ENV.init(jax.random.PRNGKey(5))
+    step = jax.jit(ENV.step)
+    for i in range(30):
+        a = random_actions(jax.tree_util.tree_map(lambda x: x[None], s), jax.random.PRNGKey(i))[0]
+        s = step(s, a, jax.random.PRNGKey(100 + i))
+    assert int(np.asarray(s.legal_action_mask).sum()) >= 4
+    cfg = SearchConfig(num_simulations=8, dirichlet_fraction=0.0, temperature=0.0,
+                       q_transform=DynamicFPU(0.0) if q == "fpu" else MinMaxQ())
+    out = jax.jit(lambda st, k: search(ENV, _linear_evaluator(), None, st, k, cfg))(
+        _stack(s), jax.random.PRNGKey(0))
+    tried = int((np.asarray(out.action_weights[0]) > 0).sum())
+    if spread:
+        assert tried >= 4, tried
+    else:
+        assert tried == 1, tried
