@@ -210,3 +210,10 @@ def test_resume_of_a_missing_directory_is_an_error(tmp_path, capsys):
     assert cli.main(["train", GAME, "--resume"]) == 2
     assert "--resume needs --run-dir" in _err_line(capsys)
     assert not os.path.exists(missing)
+
+
+def test_a_referee_only_plays_the_game_that_registers_it():
+    from turbozero.cli import check_opponents
+
+    with pytest.raises(ValueError, match="the gnubg opponent does not play chess"):
+        check_opponents("chess", ("random", "gnubg"))

@@ -16,21 +16,6 @@ from turbozero.training import report
 
 
 DEFAULT_PRESET = "tiny"
-BACKGAMMON_EXTRA = 'pip install -e ".[backgammon]"'
-
-# Wall time of `turbozero train GAME --preset P` on 2 CPU cores, where someone measured it (the
-# docs page named holds the conditions); every other preset says "not measured".
-MEASURED_TIMES: dict[tuple[str, str], str] = {
-    ("backgammon", "tiny"): "75 s to 2 min 30 s (docs/training.md)",
-    ("backgammon", "medium"): "22 min with a second seed beside it (docs/learning.md)",
-    ("chess", "tiny"): "2 min 56 s (docs/training.md)",
-    ("pgx/tic_tac_toe", "tiny"): "21 s (docs/training.md)",
-    ("pyrat", "tiny"): "4 min 50 s (docs/pyrat.md)",
-    ("pyrat", "small"): "45 min 44 s (docs/pyrat.md)",
-    ("pacosako", "tiny"): "1 min 52 s (docs/pacosako.md)",
-}
-
-
 def games_with_presets() -> list[str]:
     from turbozero.games import GAMES
 
@@ -38,16 +23,21 @@ def games_with_presets() -> list[str]:
 
 
 def check_opponents(game: str, opponents: Sequence[str]) -> None:
-    """Fail before any training or compiling when an opponent cannot play: gnubg is an
-    optional package (the backgammon extra) and plays backgammon only."""
-    if "gnubg" not in opponents:
-        return
-    if game != "backgammon":
-        raise ValueError(f"the gnubg opponent plays backgammon only, not {game}")
-    try:
-        import gnubg  # noqa: F401
-    except ImportError:
-        raise ValueError(f"the gnubg opponent needs the gnubg package: {BACKGAMMON_EXTRA}") from None
+    """Fail before any training or compiling when an opponent cannot play: an opponent beyond
+    the baselines is registered by its game (`GameSpec.referees`) with the package it needs."""
+    from turbozero.games import game_spec
+
+    referees = {r.name: r for r in game_spec(game).referees}
+    for opp in opponents:
+        if opp in ("random", "greedy"):
+            continue
+        if opp not in referees:
+            raise ValueError(f"the {opp} opponent does not play {game}")
+        try:
+            __import__(referees[opp].module)
+        except ImportError:
+            raise ValueError(f"the {opp} opponent needs the {referees[opp].module} package: "
+                             f"{referees[opp].install}") from None
 
 
 def _recorded_preset(run_dir: str) -> Optional[str]:
@@ -205,7 +195,8 @@ def build_parser() -> argparse.ArgumentParser:
     e = sub.add_parser("eval", help="play a checkpoint against a baseline")
     e.add_argument("run_dir")
     e.add_argument("--opponent", default="random", choices=("random", "greedy", "gnubg"),
-                   help=f"random, greedy or gnubg (backgammon; needs {BACKGAMMON_EXTRA})")
+                   help="random, greedy, or a referee the game registers (gnubg for "
+                        "backgammon, an optional extra)")
     e.add_argument("--games", type=int, default=None)
     e.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     e.set_defaults(func=_eval)
@@ -257,7 +248,7 @@ def format_presets(game: str) -> str:
         network = " ".join(f"{k}={_sizes(v)}" for k, v in dict(cfg.network).items()) or "default"
         rows.append((name, str(cfg.num_envs), str(getattr(cfg.search, "num_simulations", "?")),
                      str(cfg.num_iterations), network,
-                     MEASURED_TIMES.get((game, name), "not measured")))
+                     presets.MEASURED_TIMES.get((game, name), "not measured")))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1] for r in rows]
     return f"{game}\n" + "\n".join(lines)

@@ -16,16 +16,27 @@ from turbozero.networks import MLPNet, ResNet, TwoPlayerNet
 
 
 @dataclasses.dataclass(frozen=True)
+class Referee:
+    """An outside program a game can be evaluated against, from an optional package."""
+
+    name: str  # the `eval_opponents` / `--opponent` name
+    module: str  # the module it imports
+    install: str  # the command that brings it
+
+
+@dataclasses.dataclass(frozen=True)
 class GameSpec:
     name: str
     value_head_out_size: int  # 1 scalar tanh, 3 WDL logits, 4 backgammon 4-way logits
     # (2: one unbounded value per player, for the simultaneous "two_player" trunk)
     trunk: str  # "mlp" (flat), "resnet" (boards, channels-last), "two_player" (simultaneous)
     notes: str = ""
+    referees: tuple = ()  # Referee opponents beyond random and greedy
 
 
 GAMES: dict[str, GameSpec] = {
-    "backgammon": GameSpec("backgammon", 4, "mlp", "4-way conditional value head (equity)"),
+    "backgammon": GameSpec("backgammon", 4, "mlp", "4-way conditional value head (equity)",
+                           (Referee("gnubg", "gnubg", 'pip install -e ".[backgammon]"'),)),
     "chess": GameSpec("chess", 3, "resnet", "WDL value head, alphazero-chess.md §3.4"),
     "pacosako": GameSpec("pacosako", 3, "resnet", "WDL value head"),
     "pyrat": GameSpec("pyrat", 2, "two_player", "two policies, the cheese each will collect"),

@@ -113,6 +113,19 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
 }
 
 
+# Wall time of `turbozero train GAME --preset P` on 2 CPU cores, where someone measured it (the
+# docs page named holds the conditions); `turbozero presets` says "not measured" for the rest.
+MEASURED_TIMES: dict[tuple[str, str], str] = {
+    ("backgammon", "tiny"): "75 s to 2 min 30 s (docs/training.md)",
+    ("backgammon", "medium"): "22 min with a second seed beside it (docs/learning.md)",
+    ("chess", "tiny"): "2 min 56 s (docs/training.md)",
+    ("pgx/tic_tac_toe", "tiny"): "21 s (docs/training.md)",
+    ("pyrat", "tiny"): "4 min 50 s (docs/pyrat.md)",
+    ("pyrat", "small"): "45 min 44 s (docs/pyrat.md)",
+    ("pacosako", "tiny"): "1 min 52 s (docs/pacosako.md)",
+}
+
+
 def available_presets(game: str) -> tuple[str, ...]:
     return tuple(_PRESETS.get(game, {}))
 

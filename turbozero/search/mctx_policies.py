@@ -31,7 +31,7 @@ Algorithm = Literal["muzero", "gumbel"]
 
 @dataclasses.dataclass(frozen=True)
 class DynamicFPU:
-    """Selection Q of alphazero-chess.md §5.3, in the game's value units (no normalisation).
+    """Selection Q with dynamic first-play urgency, in the game's value units (no normalisation).
 
     A visited child has its mean value; an unvisited one `Q_parent - fpu_base * (1 - P)`, so
     high-prior moves are tried first and a child that proves good keeps its visits only while
@@ -39,10 +39,8 @@ class DynamicFPU:
 
     Why not mctx's default (`qtransform_by_parent_and_siblings`): it min-max normalises over the
     parent and its visited children and completes unvisited children with the minimum, so the
-    first child visited scores 1 and every unvisited one 0. With the few simulations of the
-    CPU presets (8-64 over 10-30 legal moves) the search then spends every simulation on one
-    child: with a fixed pip-count evaluator, 32 simulations won 2 of 64 backgammon games
-    against the same evaluator at 1 ply (docs/search.md).
+    first child visited scores 1 and every unvisited one 0; with few simulations the search
+    then spends every simulation on one child. Measurements: docs/search.md, "Selection Q".
     """
 
     fpu_base: float = 1.0
@@ -82,11 +80,9 @@ class SearchConfig:
     max_num_considered_actions: int = 16  # gumbel only
     temperature: float = 1.0  # acting temperature on visit counts (muzero / stochastic)
     # selection Q of PUCT searches (muzero / stochastic): DynamicFPU (spec §5.3) or MinMaxQ
-    # (mctx's). fpu_base 0 (unvisited = the parent's value) by default, measured on the
-    # backgammon tiny preset (24 iterations, seed 0, win rate against random / the 1-ply
-    # player): DynamicFPU(0) 0.97 / 0.34, MinMaxQ 0.75 / 0.22, DynamicFPU(1) (the spec's value
-    # for 800 simulations) 0.63 / 0.22. With 8-64 simulations and flat priors a positive
-    # fpu_base keeps every simulation on the first child, as MinMaxQ does.
+    # (mctx's). fpu_base 0 (unvisited = the parent's value) by default: with 8-64 simulations
+    # and flat priors a positive fpu_base keeps every simulation on the first child, as MinMaxQ
+    # does (measured in docs/search.md, "Selection Q").
     q_transform: Any = DynamicFPU(fpu_base=0.0)
 
     def __post_init__(self) -> None:
@@ -157,9 +153,10 @@ def legal_dirichlet_noise(
 ) -> jax.Array:
     """float32[B, A]: Dirichlet(alpha) noise drawn over each row's legal actions only.
 
-    mctx draws its noise over all `num_actions` and masks afterwards, so at the chess start
-    (20 legal of 4,672) only ~0.4% of its noise mass lands on a legal move. Drawing K gamma
-    variates for the K legal actions and normalising them is a Dirichlet over exactly those.
+    mctx draws its noise over all `num_actions` and masks afterwards, so with few legal actions
+    among many ids almost none of its noise mass lands on a legal move (docs/search.md). Drawing
+    K gamma variates for the K legal actions and normalising them is a Dirichlet over exactly
+    those.
     """
     g = jax.random.gamma(key, alpha, legal.shape)
     g = jnp.where(legal, g, 0.0)
@@ -173,7 +170,7 @@ def noised_prior_logits(
     key: jax.Array, logits: jax.Array, legal: jax.Array, alpha: float, fraction: float
 ) -> jax.Array:
     """Root prior logits of `(1 - fraction) * softmax(logits) + fraction * Dir(alpha)` over the
-    legal actions (alphazero-chess.md §5.6); illegal actions keep the float minimum."""
+    legal actions (docs/search.md, root noise); illegal actions keep the float minimum."""
     prior = jax.nn.softmax(_masked_logits(logits, legal), axis=-1)
     mixed = (1.0 - fraction) * prior + fraction * legal_dirichlet_noise(key, legal, alpha)
     return _masked_logits(jnp.log(jnp.maximum(mixed, jnp.finfo(mixed.dtype).tiny)), legal)

@@ -1,6 +1,6 @@
 """Self-play acting: which move a game plays, given the search's policy target.
 
-alphazero-chess.md §6.6: for a game's first T moves the move is sampled from the visit
+As in AlphaZero self-play (docs/training.md): for a game's first T moves the move is sampled from the visit
 distribution at temperature tau, afterwards the most visited move is played. The policy target
 written to replay is the visit distribution itself in both phases; only acting changes.
 """
@@ -17,7 +17,7 @@ import jax.numpy as jnp
 @dataclasses.dataclass(frozen=True)
 class TemperatureSchedule:
     """Acting temperature over a game: `temperature` for the first `moves` steps of each game
-    (the env's `step_count`, so backgammon counts checker moves), then argmax. `moves=None`
+    (the env's `step_count`: a game whose player moves several times in a row counts each), then argmax. `moves=None`
     samples at `temperature` for the whole game; `temperature=0` is argmax throughout.
     """
 

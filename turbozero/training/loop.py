@@ -54,12 +54,12 @@ class TrainConfig:
     replay_capacity: int = 64  # positions kept per game
     learning_rate: float = 1e-3
     warmup_steps: int = 0
-    # L2 on the kernels of convolution and dense layers only (alphazero-chess.md §8.4): the
+    # L2 on the kernels of convolution and dense layers only (docs/training.md): the
     # optimizer adds weight_decay * w to their gradients, PyTorch Adam(weight_decay=...)'s
     # coupled L2, i.e. the gradient of the loss term weight_decay / 2 * ||w||^2.
     weight_decay: float = 1e-4
     weight_decay_params: tuple = ("kernel",)  # parameter leaf names that decay
-    # self-play acting: tau for the first T moves of each game, then argmax (§6.6)
+    # self-play acting: tau for the first T moves of each game, then argmax
     temperature_schedule: TemperatureSchedule = TemperatureSchedule()
     num_iterations: int = 10
     eval_every: int = 5  # 0 disables evaluation

@@ -19,8 +19,8 @@ def decay_mask(params: Any, names: Sequence[str]) -> Any:
     """A pytree of bools like `params`: True on the leaves whose own name is in `names`.
 
     flax names the weights of `nn.Dense` and `nn.Conv` "kernel"; biases ("bias") and BatchNorm
-    parameters ("scale", "bias") are left out (alphazero-chess.md §8.4: decaying the BatchNorm
-    scales of the value head caused WDL collapse).
+    parameters ("scale", "bias") are left out (docs/training.md: decaying BatchNorm scales is
+    reported to collapse a WDL value head).
     """
     names = tuple(names)
 
@@ -75,7 +75,7 @@ def train_step(
 ) -> tuple[TrainState, dict]:
     """One update; a step whose loss or gradients are not finite changes nothing (parameters,
     optimizer state, BatchNorm statistics, step count) and reports `skipped_nonfinite = 1`
-    (alphazero-chess.md §8.5)."""
+    (docs/training.md)."""
     grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
     (loss, (metrics, updates)), grads = grad_fn(
         train_state.params, train_state, experience, l2_reg_lambda
