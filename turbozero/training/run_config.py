@@ -164,6 +164,18 @@ def _tuplify(value: Any) -> Any:
     return value
 
 
+def _first_member(want: Any, parse: Any, key: str, raw: Any) -> Any:
+    """The value parsed as the first non-None member of the Union `want` that accepts it."""
+    for arg in typing.get_args(want):
+        if arg is type(None):
+            continue
+        try:
+            return parse(arg)
+        except OverrideError:
+            pass
+    raise OverrideError(key, _describe(want), raw)
+
+
 def _from_json_value(value: Any, hint: Any, current: Any, key: str) -> Any:
     """A parsed JSON value checked against `hint` (or the current value's type)."""
     want = _expected(hint, current)
@@ -173,14 +185,8 @@ def _from_json_value(value: Any, hint: Any, current: Any, key: str) -> Any:
     if origin in (typing.Union, types.UnionType):
         if value is None and type(None) in typing.get_args(want):
             return None
-        for arg in typing.get_args(want):
-            if arg is type(None):
-                continue
-            try:
-                return _from_json_value(value, arg, current, key)
-            except OverrideError:
-                pass
-        raise OverrideError(key, _describe(want), value)
+        return _first_member(want, lambda arg: _from_json_value(value, arg, current, key),
+                             key, value)
     if origin is typing.Literal:
         if value not in typing.get_args(want):
             raise OverrideError(key, _describe(want), value)
@@ -249,14 +255,7 @@ def _from_text(text: str, hint: Any, current: Any, key: str) -> Any:
     if origin in (typing.Union, types.UnionType):
         if text.strip().lower() in ("none", "null") and type(None) in typing.get_args(want):
             return None
-        for arg in typing.get_args(want):
-            if arg is type(None):
-                continue
-            try:
-                return _from_text(text, arg, current, key)
-            except OverrideError:
-                pass
-        raise OverrideError(key, _describe(want), text)
+        return _first_member(want, lambda arg: _from_text(text, arg, current, key), key, text)
     if origin is typing.Literal or want is str:
         value = text
         if text[:1] == '"':  # a JSON string, quotes and escapes included
