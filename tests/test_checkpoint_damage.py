@@ -116,7 +116,8 @@ def test_damaged_newest_step_is_named_and_the_previous_one_restored(base_run, tm
     run.close()
     assert step == 1
     _assert_same(state, base_run[1])
-    (message,) = [str(w.message) for w in caught]
+    # orbax may also emit a RuntimeWarning (an un-awaited coroutine) while failing: count ours
+    (message,) = [str(w.message) for w in caught if issubclass(w.category, DamagedCheckpointWarning)]
     assert "\n" not in message
     assert message.startswith(f"checkpoint {os.path.join(run_dir, 'checkpoints', '2')} is damaged (")
     # set aside, so that the resumed run can write step 2 again
