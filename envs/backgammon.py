@@ -25,7 +25,8 @@ import numpy as np
 from flax import struct
 
 from envs._src.backgammon import notation, rules
-from envs.core import ILLEGAL_ACTION_PENALTY, Array, Env, PRNGKey, State, require_unbatched
+from envs._src.backgammon import render as render_lib
+from envs.core import Array, Env, PRNGKey, State, require_unbatched
 
 OBS_SIZE = 24 * 4 * 2 + 4 + 6 + 1
 
@@ -44,6 +45,9 @@ class BackgammonState(State):
     dice: Array = struct.field(default=None)
     remaining: Array = struct.field(default=None)
     is_chance: Array = struct.field(default=None)
+
+    def _svg(self) -> str:
+        return render_svg(self)
 
 
 def _observe_board(board: Array, remaining: Array, is_chance: Array) -> Array:
@@ -79,7 +83,12 @@ class Backgammon(Env):
     num_players = 2
     num_actions = rules.NUM_ACTIONS
     is_stochastic = True
-    num_chance_outcomes = 21
+    num_chance_outcomes = rules.NUM_ROLLS
+    # A legal micro-action is (source, die) with the source holding one of the mover's
+    # checkers: at most 15 occupied points (only the bar while a checker is on it) times at
+    # most 2 distinct die values = 30; the pass is legal only alone. Checked over random
+    # playouts in tests/test_conformance.py.
+    max_legal_actions = 30
 
     def __init__(self) -> None:
         self._roll_probs = jnp.asarray(rules.ROLL_PROBS)
@@ -168,49 +177,38 @@ class Backgammon(Env):
 
     def _step(self, state: BackgammonState, action: Array, key: Optional[PRNGKey]) -> BackgammonState:
         after = self._apply_decision(state, action)
-        outcome = jax.random.choice(key, 21, p=self._roll_probs)
+        outcome = jax.random.choice(key, rules.NUM_ROLLS, p=self._roll_probs)
         return self._roll(after, outcome)
 
     # ---------------------------------------------------------------- chance API
-    def chance_outcome_probs(self, state: BackgammonState) -> Array:
-        """float32[21]: roll probabilities (order of `rules.ROLLS`) at a chance state, a
-        one-hot on outcome 0 elsewhere."""
-        one_hot = jnp.zeros(21, jnp.float32).at[0].set(1.0)
-        return jnp.where(state.is_chance, self._roll_probs, one_hot)
+    # The protocol's rules (absorbing, illegal actions, step count, no-op on decision states)
+    # are applied by `Env.step_deterministic` / `step_chance` / `chance_outcome_probs`; these
+    # hooks only move checkers and roll.
+    def _step_deterministic(self, state: BackgammonState, action: Array) -> BackgammonState:
+        """A turn-ending action gives a chance state (no roll yet)."""
+        return self._apply_decision(state, action)
 
-    def step_deterministic(self, state: BackgammonState, action: Array) -> BackgammonState:
-        """Apply a decision without rolling: a turn-ending action gives a chance state.
+    def _step_chance(self, state: BackgammonState, outcome: Array) -> BackgammonState:
+        """Roll `outcome`, an index into `rules.ROLLS`."""
+        return self._roll(state, outcome)
 
-        Same conventions as `Env.step` (terminal states absorb, an illegal action loses)."""
-        action = jnp.asarray(action, dtype=jnp.int32)
-        done = state.terminated | state.truncated
-        in_range = (action >= 0) & (action < self.num_actions)
-        legal = state.legal_action_mask[jnp.clip(action, 0, self.num_actions - 1)] & in_range
-        nxt = self._apply_decision(state.replace(step_count=state.step_count + 1), action)
-        nxt = jax.tree_util.tree_map(
-            lambda a, b: jnp.where(done, a, b), state.replace(rewards=jnp.zeros(2)), nxt
-        )
-        illegal = ~legal & ~done
-        me = state.current_player
-        penalty = jnp.where(jnp.arange(2) == me, ILLEGAL_ACTION_PENALTY, -ILLEGAL_ACTION_PENALTY)
-        nxt = nxt.replace(
-            rewards=jnp.where(illegal, penalty, nxt.rewards).astype(jnp.float32),
-            terminated=nxt.terminated | illegal,
-            # a player who lost by an illegal action stays the player of record
-            current_player=jnp.where(illegal, me, nxt.current_player),
-            is_chance=nxt.is_chance & ~illegal,
-        )
-        return self._finalize(nxt)
-
-    def step_chance(self, state: BackgammonState, outcome: Array) -> BackgammonState:
-        """Roll `outcome` (index into `rules.ROLLS`) at a chance state; a no-op elsewhere."""
-        outcome = jnp.clip(jnp.asarray(outcome, jnp.int32), 0, 20)
-        live = ~(state.terminated | state.truncated)
-        rolled = self._roll(state, outcome)
-        rolled = jax.tree_util.tree_map(lambda a, b: jnp.where(live, b, a), state, rolled)
-        return self._finalize(rolled)
+    def _chance_outcome_probs(self, state: BackgammonState) -> Array:
+        """float32[21]: the roll probabilities, in the order of `rules.ROLLS`."""
+        return self._roll_probs
 
     # ------------------------------------------------------------ boundary helpers
+    def _player_action_to_string(self, state, player: int, action: int) -> str:
+        return render_lib.action_text(action)
+
+    def _player_string_to_action(self, state, player: int, text: str) -> int:
+        return render_lib.parse_action(text)
+
+    def render_text(self, state: BackgammonState) -> str:
+        return render_text(state)
+
+    def render_svg(self, state: BackgammonState) -> str:
+        return render_svg(state)
+
     def check_action(self, state: BackgammonState, action) -> None:
         """ValueError if `action` is illegal (also at a chance state: roll first)."""
         require_unbatched(state, "backgammon: check_action")
@@ -261,14 +259,28 @@ def to_position_id(state: BackgammonState) -> str:
     return notation.encode_position_id(to_gnubg_board(state))
 
 
-def render(state: BackgammonState) -> str:
+def render_text(state: BackgammonState) -> str:
     """A readable text diagram of a concrete state."""
-    require_unbatched(state, "backgammon: render")
+    require_unbatched(state, "backgammon: render_text")
     return notation.render_board(
         np.asarray(state.board), int(state.current_player), np.asarray(state.dice),
         np.asarray(state.remaining), bool(state.is_chance), bool(state.terminated),
         np.asarray(state.rewards),
     )
+
+
+def render(state: BackgammonState) -> str:
+    """Deprecated alias of `render_text` (the protocol's name)."""
+    require_unbatched(state, "backgammon: render")
+    return render_text(state)
+
+
+def render_svg(state: BackgammonState) -> str:
+    """An SVG picture of a concrete state (the mover's checkers white, at the bottom right)."""
+    require_unbatched(state, "backgammon: render_svg")
+    return render_lib.board_svg(np.asarray(state.board), int(state.current_player),
+                                np.asarray(state.dice), bool(state.is_chance),
+                                bool(state.terminated))
 
 
 __all__ = [
@@ -279,4 +291,6 @@ __all__ = [
     "to_position_id",
     "to_gnubg_board",
     "render",
+    "render_text",
+    "render_svg",
 ]

@@ -38,6 +38,7 @@ BAR, OPP_BAR, OFF, OPP_OFF = 24, 25, 26, 27
 # The 21 distinct rolls (d1 <= d2), lexicographic, and their probabilities.
 ROLLS = np.array([(a, b) for a in range(1, 7) for b in range(a, 7)], dtype=np.int32)
 ROLL_PROBS = np.array([1.0 / 36 if a == b else 2.0 / 36 for a, b in ROLLS], dtype=np.float32)
+NUM_ROLLS = len(ROLLS)  # the chance outcomes: 21, the one place this count is written
 
 # Static index tables for the 24 x 6 point moves (source index p, die d): destination p - d.
 _P = np.arange(24)[:, None]
