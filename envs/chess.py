@@ -93,7 +93,7 @@ def _position(board, color, castling, ep_raw, halfmove, fullmove, hist_board, hi
     ).astype(jnp.float32)
     return ChessState(
         current_player=jnp.asarray(color, jnp.int32),
-        observation=jnp.zeros((8, 8, 122), jnp.float32),
+        observation=None,  # computed on demand (`Env.observe`), docs/chess.md
         rewards=rewards,
         terminated=terminated,
         truncated=truncated,
