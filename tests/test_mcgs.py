@@ -195,6 +195,24 @@ def test_first_selection_follows_the_prior():
         assert int(np.asarray(g.visits[0, 0])[want]) == 1
 
 
+def test_first_selection_with_the_spec_floor_ties_to_outcome_zero():
+    # exploration_floor=0 is the spec's sqrt(N): at the fresh root every outcome scores the FPU
+    # value and both players take outcome 0, whatever the priors prefer
+    env = PyRat(maze=OPEN_5x5, max_turns=10)
+    fn = make_mcgs_fn(prefer_eval, env, MCGSConfig(num_simulations=2, exploration_floor=0.0))
+    for p1_action, p2_action in ((RIGHT, 3), (4, 3)):
+        g = fn(jnp.array([p1_action, p2_action]), roots(env, 1), jax.random.PRNGKey(0)).graph
+        assert np.argwhere(np.asarray(g.child[0, 0]) >= 0).tolist() == [[0, 0]]
+    # past the first visit the floor no longer matters: N >= 1 in both formulas
+    assert MCGSConfig().exploration_floor == 1.0
+
+
+def test_bad_exploration_floor():
+    for bad in (-0.5, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="exploration_floor"):
+            MCGSConfig(exploration_floor=bad)
+
+
 def test_root_noise_over_valid_outcomes_only():
     env = PyRat(maze=OPEN_5x5, max_turns=10)
     r = roots(env, 4)  # four copies of one root; each rat has 3 valid outcomes of 5 there

@@ -8,8 +8,9 @@ the same edge visits and children, and the same Q values.
 
 Two deliberate deviations from the spec's pseudo-code, made in the kernel and here alike
 (docs/mcgs.md): the state key also holds the scores (they decide the end of the game), and the
-PUCT exploration term scales with sqrt(max(N, 1)) instead of sqrt(N), so that the first
-selection at a node follows the priors.
+PUCT exploration term scales with sqrt(max(N, exploration_floor)): the spec's sqrt(N) at floor
+0 (every outcome of a fresh node ties at the FPU value, the first is taken), a first selection
+that follows the priors at floor 1 (the kernel's default). Both floors are checked.
 
 The reference is also imported by benchmarks/bench_mcgs.py (playouts/s of plain Python).
 """
@@ -171,8 +172,9 @@ class ReferenceMCGS:
     short-circuit behaviours of the kernel, so those can be checked too)."""
 
     def __init__(self, width, c_puct, fpu_offset, capacity=None, short_circuit=False,
-                 short_circuit_factor=4.0):
+                 short_circuit_factor=4.0, exploration_floor=1.0):
         self.width, self.c_puct, self.fpu_offset = width, c_puct, fpu_offset
+        self.exploration_floor = exploration_floor
         self.capacity = capacity
         self.short_circuit, self.factor = short_circuit, short_circuit_factor
         self.transposition_table = {}
@@ -258,8 +260,9 @@ class ReferenceMCGS:
         marginal = node.edge_visits.sum(axis=1 - p)
         q = self.compute_marginal_Q(node, p)
         prior = node.prior_p1 if p == 0 else node.prior_p2
-        # sqrt(max(N, 1)), not the spec's sqrt(N): see the module docstring
-        scores = [q[i] + self.c_puct * prior[i] * math.sqrt(max(total_visits, 1))
+        # sqrt(max(N, floor)): the spec's sqrt(N) at floor 0, see the module docstring
+        scale = math.sqrt(max(total_visits, self.exploration_floor))
+        scores = [q[i] + self.c_puct * prior[i] * scale
                   / (1 + marginal[i]) for i in range(len(q))]
         return int(np.argmax(scores))
 
@@ -339,6 +342,9 @@ MAX_TURNS = 20
 GROUPS = {
     "plain": (dict(num_simulations=150, c_puct=1.25, fpu_offset=0.1), (1, 2, 17, 60, 150)),
     "wide": (dict(num_simulations=90, c_puct=2.0, fpu_offset=0.25), (9, 90)),
+    # the spec's sqrt(N) exploration (PyRat's preset setting)
+    "spec_floor": (dict(num_simulations=120, c_puct=1.25, fpu_offset=0.1, exploration_floor=0.0),
+                   (2, 17, 120)),
     "table_full": (dict(num_simulations=60, c_puct=2.0, fpu_offset=0.2, capacity=20), (60,)),
     "short_circuit": (dict(num_simulations=100, c_puct=1.5, fpu_offset=0.1, short_circuit=True,
                            short_circuit_factor=2.0), (100,)),
@@ -353,7 +359,8 @@ def run_reference(maze_dict, n, cfg):
     game = game_from_maze(m, MAX_TURNS)
     ref = ReferenceMCGS(m.width, cfg["c_puct"], cfg["fpu_offset"], capacity=cfg.get("capacity"),
                         short_circuit=cfg.get("short_circuit", False),
-                        short_circuit_factor=cfg.get("short_circuit_factor", 4.0))
+                        short_circuit_factor=cfg.get("short_circuit_factor", 4.0),
+                        exploration_floor=cfg.get("exploration_floor", 1.0))
     gaps = []
     select = ref.select_outcome
 
@@ -362,9 +369,12 @@ def run_reference(maze_dict, n, cfg):
         marginal = node.edge_visits.sum(axis=1 - p)
         q = ref.compute_marginal_Q(node, p)
         prior = node.prior_p1 if p == 0 else node.prior_p2
-        sc = sorted((q[i] + ref.c_puct * prior[i] * math.sqrt(max(total, 1)) / (1 + marginal[i])
+        scale = math.sqrt(max(total, ref.exploration_floor))
+        sc = sorted((q[i] + ref.c_puct * prior[i] * scale / (1 + marginal[i])
                      for i in range(len(q))), reverse=True)
-        if len(sc) > 1:  # at a fresh node too: the priors now decide there
+        # at a fresh node with floor 0 every score is the FPU value: an exact tie that both
+        # sides break to outcome 0, not a near-tie that float32 rounding could flip
+        if len(sc) > 1 and scale > 0:
             gaps.append(sc[0] - sc[1])
         return select(node, p)
 
@@ -479,3 +489,17 @@ def test_cases_exercise_mud_transpositions_and_dropping(kernel_results):
     assert any(int(r[("short_circuit", 100, mi)].stats["short_circuits"]) > 0 for mi in range(3))
     gr = r[("plain", 150, 3)].graph
     assert gr.terminal[: int(gr.num_nodes)].any()
+
+
+def test_exploration_floor_changes_the_search(kernel_results):
+    """The two floors are different searches, so the reference comparison checks each: at floor
+    0 the first selection at the root is outcome 0 for both players (the spec's tie), at floor 1
+    it follows the priors; after 17 playouts the root visits differ on some maze."""
+    differ = []
+    for mi in range(len(MAZES)):
+        spec = kernel_results[("spec_floor", 2, mi)].graph
+        assert int(spec.visits[0, 0, 0]) >= 1, "floor 0: the first playout takes outcome (0, 0)"
+        a = kernel_results[("spec_floor", 17, mi)].graph.visits[0]
+        b = kernel_results[("plain", 17, mi)].graph.visits[0]
+        differ.append(not np.array_equal(a, b))
+    assert any(differ)

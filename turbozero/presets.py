@@ -24,7 +24,9 @@ _PYRAT_TINY = dict(
     network={"num_filters": 16, "num_layers": 2, "hidden": 64},
     # acting at temperature 0.5 on the visits for the whole game (targets stay the plain visit
     # shares): self-play games then collect their cheese instead of wandering
-    search=MCGSConfig(num_simulations=32),
+    # the spec's sqrt(N) exploration (floor 0): learned better against greedy on `small` than
+    # the prior-following sqrt(max(N, 1)) (docs/learning.md, "PyRat")
+    search=MCGSConfig(num_simulations=32, exploration_floor=0.0),
     temperature_schedule=TemperatureSchedule(temperature=0.5, moves=None),
     max_eval_steps=60, eval_opponents=("random", "greedy"),
 )
@@ -90,7 +92,8 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "tiny": _PYRAT_TINY,
         # the tiny set-up trained 5x longer and evaluated with 128 playouts (~45 min on 2 cores)
         "small": dict(_PYRAT_TINY, num_iterations=100, eval_every=25, eval_games=64,
-                      eval_search=MCGSConfig(num_simulations=128, temperature=0.0)),
+                      eval_search=MCGSConfig(num_simulations=128, temperature=0.0,
+                                             exploration_floor=0.0)),
         "large": dict(
             num_envs=512, collect_steps=100, train_steps=128, batch_size=1024, replay_capacity=600,
             num_iterations=2000, eval_every=50, eval_games=256, learning_rate=1e-3,

@@ -12,11 +12,11 @@ an array here. In short, per game (the batch is a vmap over games):
   end flag), never on the hash alone.
 
 One simulation = one playout per game: a descent (decoupled PUCT with Option D marginal Q and the
-FPU offset; exploration scaled by sqrt(max(N, 1)), so the first selection at a node follows the
-priors; an unexpanded edge is expanded by stepping the env and looking the child up; the
-descent goes on through an already-evaluated child, i.e. a transposition) ending at a new leaf, a
-terminal node or (option) a short-circuit; then ONE batched call of the evaluator on the leaves of
-all games; then the backup: along the path from the deepest node up, `visits[o1, o2] += 1` and
+FPU offset; exploration scaled by sqrt(max(N, exploration_floor)): the spec's sqrt(N) at 0,
+a first selection that follows the priors at 1; an unexpanded edge is expanded by stepping the
+env and looking the child up; the descent goes on through an already-evaluated child, i.e. a
+transposition) ending at a new leaf, a terminal node or (option) a short-circuit; then ONE
+batched call of the evaluator on the leaves of all games; then the backup: along the path from the deepest node up, `visits[o1, o2] += 1` and
 Q recomputed idempotently from the node's edges.
 
 A full node table is never silently overwritten: a playout that needs a new node when the table
@@ -60,6 +60,11 @@ class MCGSConfig:
     dirichlet_fraction: share of the root prior replaced by that noise once the root is
         evaluated. 0 by default: the MCGS spec has no root noise, and 0 keeps the search
         noiseless, as the reference test checks it; self-play presets may turn it on.
+    exploration_floor: the PUCT exploration term scales with sqrt(max(N, exploration_floor)),
+        N the node's edge visits. 0.0 is the spec's sqrt(N): the term is 0 at a fresh node, all
+        outcomes tie at the FPU value and outcome 0 is taken for both players. 1.0 (lc0's
+        sqrt(max(N, 1))) makes the first selection follow the priors. Which learns better is
+        measured per game (docs/learning.md, PyRat: the spec's 0.0).
     """
 
     num_simulations: int = 64
@@ -73,6 +78,7 @@ class MCGSConfig:
     evaluator_input: Literal["observation", "state"] = "observation"
     dirichlet_alpha: float = 0.3
     dirichlet_fraction: float = 0.0
+    exploration_floor: float = 1.0
 
     def __post_init__(self) -> None:
         if self.num_simulations < 1:
@@ -94,6 +100,9 @@ class MCGSConfig:
                              f"{self.dirichlet_fraction}")
         if not self.dirichlet_alpha > 0:
             raise ValueError(f"mcgs: dirichlet_alpha must be > 0, got {self.dirichlet_alpha}")
+        if not 0.0 <= self.exploration_floor < math.inf:
+            raise ValueError(f"mcgs: exploration_floor must be finite and >= 0, got "
+                             f"{self.exploration_floor}")
 
     @property
     def num_nodes(self) -> int:
@@ -208,13 +217,14 @@ def _marginal_q(g: Graph, node: jax.Array, cfg: MCGSConfig) -> tuple[jax.Array, 
 def _select(g: Graph, node: jax.Array, cfg: MCGSConfig) -> tuple[jax.Array, jax.Array]:
     """Decoupled PUCT: each player's argmax over its own outcomes.
 
-    The exploration term scales with sqrt(max(N, 1)), N the node's edge visits, where the spec
-    has sqrt(N) (lc0 does the same): with sqrt(N) the term is 0 at a fresh node, every outcome
-    ties at the FPU value and outcome 0 is taken whatever the priors say.
+    The exploration term scales with sqrt(max(N, cfg.exploration_floor)), N the node's edge
+    visits: the spec's sqrt(N) at floor 0 (at a fresh node every outcome ties at the FPU value
+    and outcome 0 is taken whatever the priors say), lc0's sqrt(max(N, 1)) at floor 1.
     """
     q, m = _marginal_q(g, node, cfg)
     total = g.visits[node].sum().astype(jnp.float32)
-    score = q + cfg.c_puct * g.prior[node] * jnp.sqrt(jnp.maximum(total, 1.0)) / (1.0 + m)
+    scale = jnp.sqrt(jnp.maximum(total, cfg.exploration_floor))
+    score = q + cfg.c_puct * g.prior[node] * scale / (1.0 + m)
     valid = jnp.arange(A)[None, :] < g.n_out[node][:, None]
     o = jnp.argmax(jnp.where(valid, score, -jnp.inf), axis=1).astype(jnp.int32)
     return o[0], o[1]
