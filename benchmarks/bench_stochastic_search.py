@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 
 import envs
-from turbozero.networks import MLPNet
+from turbozero.networks import FourWayValue, MLPNet
 from turbozero.search import NetworkEvaluator, SearchConfig, random_actions, search
 from turbozero.search.mctx_policies import make_stochastic_fns
 
@@ -24,14 +24,14 @@ from _timing import median_time  # benchmarks/_timing.py (this script's folder)
 
 def main(batch: int = 32, sims: int = 16) -> None:
     env = envs.make("backgammon")
-    net = MLPNet(num_actions=env.num_actions, value_head_out_size=4, hidden_sizes=(64, 64))
+    net = MLPNet(num_actions=env.num_actions, value_format=FourWayValue(), hidden_sizes=(64, 64))
     states = jax.vmap(env.init)(jax.random.split(jax.random.PRNGKey(0), batch))
     step = jax.jit(jax.vmap(env.step))
     for i in range(20):  # move away from the opening
         k1, k2 = jax.random.split(jax.random.PRNGKey(i))
         states = step(states, random_actions(states, k1), jax.random.split(k2, batch))
     variables = net.init(jax.random.PRNGKey(1), states.observation)
-    ev = NetworkEvaluator(net.apply, 4)
+    ev = NetworkEvaluator(net.apply, FourWayValue())
     cfg = SearchConfig(num_simulations=sims)
     search_fn = jax.jit(lambda v, s, k: search(env, ev, v, s, k, cfg).action)
     decision_fn, chance_fn = make_stochastic_fns(env, ev)

@@ -7,15 +7,15 @@ import pytest
 
 import envs
 from envs import backgammon
-from turbozero.networks import MLPNet
+from turbozero.networks import FourWayValue, MLPNet, ScalarValue
 from turbozero.presets import get_preset
 from turbozero.search import NetworkEvaluator, SearchConfig, random_actions, search
 from turbozero.training import Trainer
 from turbozero.training import replay
 
 ENV = envs.make("backgammon")
-NET = MLPNet(num_actions=ENV.num_actions, value_head_out_size=4, hidden_sizes=(8,))
-EVAL = NetworkEvaluator(NET.apply, 4)
+NET = MLPNet(num_actions=ENV.num_actions, value_format=FourWayValue(), hidden_sizes=(8,))
+EVAL = NetworkEvaluator(NET.apply, FourWayValue())
 CONFIG = SearchConfig(num_simulations=48, dirichlet_fraction=0.0, temperature=0.0)
 _search = jax.jit(lambda v, s, k: search(ENV, EVAL, v, s, k, CONFIG))
 
@@ -65,7 +65,7 @@ def test_a_certain_gammon_win_is_valued_like_the_envs_gammon_reward():
     assert gammon_reward == 2.0
     # a head that is certain of a gammon win (win = 1, gammon | win = 1, backgammon rate = 0)
     certain = jnp.array([[30.0, 30.0, -30.0, -30.0]])
-    evaluator = NetworkEvaluator(lambda v, obs: (jnp.zeros((1, ENV.num_actions)), certain), 4)
+    evaluator = NetworkEvaluator(lambda v, obs: (jnp.zeros((1, ENV.num_actions)), certain), FourWayValue())
     _, value = evaluator(None, s.observation[None])
     assert float(value[0]) == pytest.approx(gammon_reward, abs=1e-5)
 
@@ -153,7 +153,7 @@ def _linear_evaluator():
     def apply(variables, obs):
         return jnp.zeros((obs.shape[0], ENV.num_actions)), jnp.tanh(obs @ w)
 
-    return NetworkEvaluator(apply, 1)
+    return NetworkEvaluator(apply, ScalarValue())
 
 
 @pytest.mark.parametrize("q, spread", [("fpu", True), ("minmax", False)])

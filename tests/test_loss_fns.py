@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from turbozero.networks import MLPNet
+from turbozero.networks import FourWayValue, MLPNet
 from turbozero.training.loss_fns import (
     az_loss_fn,
     az_loss_fn_4way,
@@ -90,7 +90,7 @@ def test_wdl_and_scalar_losses():
 
 @pytest.fixture(scope="module")
 def tiny_setup():
-    net = MLPNet(num_actions=6, value_head_out_size=4, hidden_sizes=(16,))
+    net = MLPNet(num_actions=6, value_format=FourWayValue(), hidden_sizes=(16,))
     obs = jnp.ones((8, 10))
     params = net.init(jax.random.PRNGKey(0), obs)["params"]
     ts = TrainState.create(apply_fn=net.apply, params=params, tx=optax.adam(1e-3))
@@ -120,5 +120,5 @@ def test_az_loss_fn_4way_parts_and_metrics(tiny_setup):
 
 def test_az_loss_fn_rejects_unknown_head(tiny_setup):
     ts, exp = tiny_setup
-    with pytest.raises(ValueError, match="value_head_out_size"):
-        az_loss_fn(ts.params, ts, exp, value_head_out_size=2)
+    with pytest.raises(ValueError, match="value_format must be a ValueFormat"):
+        az_loss_fn(ts.params, ts, exp, value_format=2)

@@ -7,26 +7,27 @@ import optax
 import pytest
 
 from equity import reward_to_value_targets
-from turbozero.networks import MLPNet, ResNet, value_to_scalar
+from turbozero.networks import FourWayValue, MLPNet, ResNet, ScalarValue, WDLValue
 from turbozero.training.loss_fns import four_way_value_loss
 
 
-@pytest.mark.parametrize("size", [1, 3, 4])
-def test_mlp_value_head_shapes(size):
-    net = MLPNet(num_actions=7, value_head_out_size=size, hidden_sizes=(8,))
+@pytest.mark.parametrize("fmt", [ScalarValue(), WDLValue(), FourWayValue()])
+def test_mlp_value_head_shapes(fmt):
+    size = fmt.out_size
+    net = MLPNet(num_actions=7, value_format=fmt, hidden_sizes=(8,))
     x = jnp.ones((3, 5))
     variables = net.init(jax.random.PRNGKey(0), x)
     logits, value = net.apply(variables, x)
     assert logits.shape == (3, 7)
     assert value.shape == ((3,) if size == 1 else (3, size))
-    v = value_to_scalar(value, size)
+    v = fmt.to_scalar(value)
     assert v.shape == (3,)
     bound = 3.0 if size == 4 else 1.0
     assert np.all(np.abs(np.asarray(v)) <= bound + 1e-6)
 
 
 def test_resnet_shapes_and_batch_stats():
-    net = ResNet(num_actions=11, value_head_out_size=3, num_filters=8, num_blocks=1, value_hidden=16)
+    net = ResNet(num_actions=11, value_format=WDLValue(), num_filters=8, num_blocks=1, value_hidden=16)
     x = jnp.ones((2, 8, 8, 5))
     variables = net.init(jax.random.PRNGKey(0), x)
     assert "batch_stats" in variables
@@ -37,9 +38,9 @@ def test_resnet_shapes_and_batch_stats():
         net.apply(variables, jnp.ones((2, 64)))
 
 
-def test_bad_value_head_size():
-    net = MLPNet(num_actions=3, value_head_out_size=2)
-    with pytest.raises(ValueError, match="value_head_out_size"):
+def test_an_integer_value_kind_is_refused():
+    net = MLPNet(num_actions=3, value_format=2)
+    with pytest.raises(ValueError, match="value_format must be a ValueFormat"):
         net.init(jax.random.PRNGKey(0), jnp.ones((1, 4)))
 
 
@@ -58,7 +59,7 @@ def test_four_way_head_learns_synthetic_outcome_rates():
     points = 1 + gammon + bg
     reward = np.where(win, points, -points).astype(np.float32)
     x = np.eye(2, dtype=np.float32)[kind]
-    net = MLPNet(num_actions=2, value_head_out_size=4, hidden_sizes=(16,))
+    net = MLPNet(num_actions=2, value_format=FourWayValue(), hidden_sizes=(16,))
     params = net.init(jax.random.PRNGKey(0), jnp.asarray(x[:1]))
     tx = optax.adam(3e-2)
     opt = tx.init(params)

@@ -25,7 +25,7 @@ def _uniform(variables, obs):
     return jnp.zeros((b, CHESS.num_actions)), jnp.zeros((b, 3))
 
 
-EVAL = NetworkEvaluator(_uniform, 3)
+EVAL = NetworkEvaluator(_uniform, WDLValue())
 
 
 @functools.partial(jax.jit, static_argnums=(2,))

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 import envs
-from turbozero.networks import MLPNet
+from turbozero.networks import MLPNet, WDLValue
 from turbozero.search import NetworkEvaluator, SearchConfig, greedy_actions, random_actions, search
 from turbozero.search.mctx_policies import _discount
 
 ENV = envs.make("pgx/tic_tac_toe")
-NET = MLPNet(num_actions=ENV.num_actions, value_head_out_size=3, hidden_sizes=(8,))
+NET = MLPNet(num_actions=ENV.num_actions, value_format=WDLValue(), hidden_sizes=(8,))
 
 
 def _zero_net_variables():
@@ -22,7 +22,7 @@ def _zero_net_variables():
     return jax.tree_util.tree_map(jnp.zeros_like, v)
 
 
-EVAL = NetworkEvaluator(NET.apply, 3)
+EVAL = NetworkEvaluator(NET.apply, WDLValue())
 
 
 @functools.partial(jax.jit, static_argnums=(3,))

@@ -7,7 +7,7 @@ import optax
 import pytest
 
 import envs
-from turbozero.networks import ResNet
+from turbozero.networks import ResNet, WDLValue
 from turbozero.presets import get_preset
 from turbozero.training import collector as collector_lib
 from turbozero.training import replay
@@ -87,7 +87,7 @@ def test_collector_acts_by_the_schedule_and_keeps_the_visit_targets():
 # ------------------------------------------------------------------ optimizer
 @pytest.fixture(scope="module")
 def resnet_params():
-    net = ResNet(num_actions=5, value_head_out_size=3, num_filters=4, num_blocks=1, value_hidden=8)
+    net = ResNet(num_actions=5, value_format=WDLValue(), num_filters=4, num_blocks=1, value_hidden=8)
     v = net.init(jax.random.PRNGKey(0), jnp.ones((1, 4, 4, 3)))
     return v["params"]
 

@@ -1,7 +1,7 @@
 """What a game plugs into the loop: its value head, network trunk and default settings.
 
-The loop, search and losses are shared; a game only says which value head it trains (1 scalar,
-3 WDL, 4 backgammon 4-way) and which trunk reads its observation.
+The loop, search and losses are shared; a game only says which value format its head outputs
+(`turbozero.networks.value_formats`) and which trunk reads its observation.
 """
 
 from __future__ import annotations
@@ -13,6 +13,12 @@ import flax.linen as nn
 
 from envs.core import Env
 from turbozero.networks import MLPNet, ResNet, TwoPlayerNet
+from turbozero.networks.value_formats import (
+    FourWayValue,
+    SeatValues,
+    ValueFormat,
+    WDLValue,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,21 +33,20 @@ class Referee:
 @dataclasses.dataclass(frozen=True)
 class GameSpec:
     name: str
-    value_head_out_size: int  # 1 scalar tanh, 3 WDL logits, 4 backgammon 4-way logits
-    # (2: one unbounded value per player, for the simultaneous "two_player" trunk)
+    value_format: ValueFormat  # what the value head outputs (turbozero.networks.value_formats)
     trunk: str  # "mlp" (flat), "resnet" (boards, channels-last), "two_player" (simultaneous)
     notes: str = ""
     referees: tuple = ()  # Referee opponents beyond random and greedy
 
 
 GAMES: dict[str, GameSpec] = {
-    "backgammon": GameSpec("backgammon", 4, "mlp", "4-way conditional value head (equity)",
+    "backgammon": GameSpec("backgammon", FourWayValue(), "mlp", "4-way conditional value head (equity)",
                            (Referee("gnubg", "gnubg", 'pip install -e ".[backgammon]"'),)),
-    "chess": GameSpec("chess", 3, "resnet", "WDL value head, alphazero-chess.md §3.4"),
-    "pacosako": GameSpec("pacosako", 3, "resnet", "WDL value head"),
-    "pyrat": GameSpec("pyrat", 2, "two_player", "two policies, the cheese each will collect"),
-    "pgx/tic_tac_toe": GameSpec("pgx/tic_tac_toe", 3, "mlp", "small test game"),
-    "pgx/connect_four": GameSpec("pgx/connect_four", 3, "mlp", "small test game"),
+    "chess": GameSpec("chess", WDLValue(), "resnet", "WDL value head, alphazero-chess.md §3.4"),
+    "pacosako": GameSpec("pacosako", WDLValue(), "resnet", "WDL value head"),
+    "pyrat": GameSpec("pyrat", SeatValues(2), "two_player", "two policies, the cheese each will collect"),
+    "pgx/tic_tac_toe": GameSpec("pgx/tic_tac_toe", WDLValue(), "mlp", "small test game"),
+    "pgx/connect_four": GameSpec("pgx/connect_four", WDLValue(), "mlp", "small test game"),
 }
 
 
@@ -58,12 +63,12 @@ def build_network(spec: GameSpec, env: Env, network_config: dict[str, Any]) -> n
         sizes = tuple(cfg.pop("hidden_sizes", (128, 128)))
         if cfg:
             raise ValueError(f"unknown MLP network options: {sorted(cfg)}")
-        return MLPNet(env.num_actions, spec.value_head_out_size, hidden_sizes=sizes)
+        return MLPNet(env.num_actions, spec.value_format, hidden_sizes=sizes)
     if spec.trunk == "resnet":
         allowed = {"num_filters", "num_blocks", "value_hidden"}
         if set(cfg) - allowed:
             raise ValueError(f"unknown ResNet network options: {sorted(set(cfg) - allowed)}")
-        return ResNet(env.num_actions, spec.value_head_out_size, **cfg)
+        return ResNet(env.num_actions, spec.value_format, **cfg)
     if spec.trunk == "two_player":
         allowed = {"num_filters", "num_layers", "hidden", "gather_planes", "opponent_view"}
         if set(cfg) - allowed:

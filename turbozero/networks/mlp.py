@@ -8,19 +8,20 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from turbozero.networks.heads import ValueHead, check_value_head_size
+from turbozero.networks.heads import ValueHead, check_value_format
+from turbozero.networks.value_formats import ScalarValue, ValueFormat
 
 
 class MLPNet(nn.Module):
     """Trunk of Dense+LayerNorm+ReLU layers; returns `(policy_logits, value_out)`."""
 
     num_actions: int
-    value_head_out_size: int = 1
+    value_format: ValueFormat = ScalarValue()
     hidden_sizes: Sequence[int] = (128, 128)
 
     @nn.compact
     def __call__(self, x: jax.Array, train: bool = False) -> tuple[jax.Array, jax.Array]:
-        check_value_head_size(self.value_head_out_size)
+        check_value_format(self.value_format)
         del train  # no batch statistics in this network
         x = x.reshape(x.shape[0], -1).astype(jnp.float32)
         for i, width in enumerate(self.hidden_sizes):
@@ -28,5 +29,5 @@ class MLPNet(nn.Module):
             x = nn.LayerNorm(name=f"norm_{i}")(x)
             x = nn.relu(x)
         policy_logits = nn.Dense(self.num_actions, name="policy")(x)
-        value = ValueHead(self.value_head_out_size, name="value")(x)
+        value = ValueHead(self.value_format, name="value")(x)
         return policy_logits, value

@@ -6,7 +6,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from turbozero.networks.heads import ValueHead, check_value_head_size
+from turbozero.networks.heads import ValueHead, check_value_format
+from turbozero.networks.value_formats import ScalarValue, ValueFormat
 
 
 class ResidualBlock(nn.Module):
@@ -30,14 +31,14 @@ class ResNet(nn.Module):
     """
 
     num_actions: int
-    value_head_out_size: int = 1
+    value_format: ValueFormat = ScalarValue()
     num_filters: int = 64
     num_blocks: int = 4
     value_hidden: int = 256
 
     @nn.compact
     def __call__(self, x: jax.Array, train: bool = False) -> tuple[jax.Array, jax.Array]:
-        check_value_head_size(self.value_head_out_size)
+        check_value_format(self.value_format)
         if x.ndim != 4:
             raise ValueError(f"ResNet expects [batch, height, width, channels], got {x.shape}")
         x = x.astype(jnp.float32)
@@ -51,5 +52,5 @@ class ResNet(nn.Module):
         policy_logits = nn.Dense(self.num_actions, name="policy")(p)
         v = nn.Conv(1, (1, 1), use_bias=False, name="value_conv")(x)
         v = nn.relu(bn("value_bn")(v)).reshape(x.shape[0], -1)
-        value = ValueHead(self.value_head_out_size, hidden=self.value_hidden, name="value")(v)
+        value = ValueHead(self.value_format, hidden=self.value_hidden, name="value")(v)
         return policy_logits, value

@@ -24,7 +24,8 @@ import jax.numpy as jnp
 import mctx
 
 from envs.core import Env, State
-from turbozero.networks.heads import value_to_scalar
+from turbozero.networks.heads import check_value_format
+from turbozero.networks.value_formats import ScalarValue, ValueFormat
 
 Algorithm = Literal["muzero", "gumbel"]
 
@@ -110,15 +111,26 @@ class SearchOutput:
 
 @dataclasses.dataclass(frozen=True)
 class NetworkEvaluator:
-    """A network seen by the search: `apply_fn(variables, obs) -> (policy_logits, value_out)`."""
+    """A network seen by the search: `apply_fn(variables, obs) -> (policy_logits, value_out)`,
+    with `value_format` saying what `value_out` means."""
 
     apply_fn: Callable[..., tuple[jax.Array, jax.Array]]
-    value_head_out_size: int = 1
+    value_format: ValueFormat = ScalarValue()
+
+    def __post_init__(self) -> None:
+        check_value_format(self.value_format)
 
     def __call__(self, variables: Any, observation: jax.Array) -> tuple[jax.Array, jax.Array]:
         """(policy_logits [B, A], scalar value [B] in reward units for the player to move)."""
         logits, value_out = self.apply_fn(variables, observation)
-        return logits, value_to_scalar(value_out, self.value_head_out_size)
+        return logits, self.value_format.to_scalar(value_out)
+
+    def player_values(
+        self, variables: Any, observation: jax.Array, mover: jax.Array, num_players: int
+    ) -> tuple[jax.Array, jax.Array]:
+        """(policy_logits [B, A], values [B, num_players] in seat order, reward units)."""
+        logits, value_out = self.apply_fn(variables, observation)
+        return logits, self.value_format.to_player_values(value_out, mover, num_players)
 
 
 def _masked_logits(logits: jax.Array, legal: jax.Array) -> jax.Array:

@@ -141,10 +141,8 @@ class Trainer:
             self.mcgs_eval_fn = network_eval_fn(apply_eval)
             self.loss_fn = simultaneous_loss_fn
         else:
-            self.evaluator = NetworkEvaluator(apply_eval, self.spec.value_head_out_size)
-            self.loss_fn = functools.partial(
-                az_loss_fn, value_head_out_size=self.spec.value_head_out_size
-            )
+            self.evaluator = NetworkEvaluator(apply_eval, self.spec.value_format)
+            self.loss_fn = functools.partial(az_loss_fn, value_format=self.spec.value_format)
         total = config.num_iterations * config.train_steps
         self.tx = make_optimizer(config.learning_rate, total, config.warmup_steps,
                                  config.weight_decay, config.weight_decay_params)
@@ -155,7 +153,7 @@ class Trainer:
         if run_dir is not None:
             identity = {
                 "game": config.game,
-                "network": {"trunk": self.spec.trunk, "value_head_out_size": self.spec.value_head_out_size,
+                "network": {"trunk": self.spec.trunk, "value_format": self.spec.value_format.name,
                             **{k: list(v) if isinstance(v, tuple) else v for k, v in dict(config.network).items()}},
                 # the whole config, so that `turbozero eval` / `--resume` work on any run dir
                 "config": config_to_json(config),

@@ -1,0 +1,242 @@
+"""Value formats: what a network's value head outputs, and everything that depends on it.
+
+One object per format holds, in one place: the head's output size and activation, the
+conversion to the search's values (a scalar for the player to move, or one value per player in
+seat order), and the value loss against the returns stored in replay. A game picks its format
+in `turbozero.games`; the network, the search evaluator and the loss all read the same object,
+so no integer kind has to be interpreted in three places.
+
+Returns in replay are `float32[B, num_players]` in seat order (each player's return from the
+position to the end of the game) and `mover` is `int32[B]`, the seat to move at the position.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import optax
+
+
+class ValueFormat(abc.ABC):
+    """Base class; subclasses are frozen dataclasses (hashable, so jit may close over them)."""
+
+    name: str = ""
+
+    @property
+    @abc.abstractmethod
+    def out_size(self) -> int:
+        """Units of the value head's last dense layer."""
+
+    def activate(self, raw: jax.Array) -> jax.Array:
+        """The head's output from its last dense layer `raw [..., out_size]` (default: as is)."""
+        return raw
+
+    @abc.abstractmethod
+    def to_scalar(self, value_out: jax.Array) -> jax.Array:
+        """float32[...]: the value for the player to move, in the game's reward units."""
+
+    def to_player_values(
+        self, value_out: jax.Array, mover: jax.Array, num_players: int
+    ) -> jax.Array:
+        """float32[..., num_players]: one value per seat. Default (two-player zero-sum
+        formats): the mover gets `to_scalar`, the other seat its negation."""
+        if num_players != 2:
+            raise ValueError(
+                f"{type(self).__name__} gives one value for the mover, which only determines "
+                f"the others' in a two-player zero-sum game, not with {num_players} players; "
+                "use MoverRelativeValues or SeatValues")
+        v = self.to_scalar(value_out)
+        first = jnp.where(mover == 0, v, -v)
+        return jnp.stack([first, -first], axis=-1)
+
+    @abc.abstractmethod
+    def loss(
+        self, value_out: jax.Array, returns: jax.Array, mover: jax.Array
+    ) -> tuple[jax.Array, dict]:
+        """(scalar loss, metrics) of the head's outputs against the stored returns."""
+
+
+def _mover_return(returns: jax.Array, mover: jax.Array) -> jax.Array:
+    return jnp.take_along_axis(returns, mover[..., None], axis=-1)[..., 0]
+
+
+@dataclasses.dataclass(frozen=True)
+class ScalarValue(ValueFormat):
+    """A tanh value in [-1, 1] for the player to move; MSE against the outcome."""
+
+    name: str = "scalar"
+
+    @property
+    def out_size(self) -> int:
+        return 1
+
+    def activate(self, raw: jax.Array) -> jax.Array:
+        return jnp.tanh(raw[..., 0])
+
+    def to_scalar(self, value_out: jax.Array) -> jax.Array:
+        return value_out
+
+    def loss(self, value_out, returns, mover):
+        # Returns beyond ±1 (e.g. backgammon points) are clipped into the tanh range.
+        target = jnp.clip(_mover_return(returns, mover), -1.0, 1.0)
+        return jnp.mean((value_out - target) ** 2), {}
+
+
+def outcome_to_wdl(outcome: jax.Array) -> jax.Array:
+    """One-hot [win, draw, loss] of a scalar outcome (> 0.5 win, < -0.5 loss, else draw)."""
+    win = outcome > 0.5
+    loss = outcome < -0.5
+    draw = ~win & ~loss
+    return jnp.stack([win, draw, loss], axis=-1).astype(jnp.float32)
+
+
+@dataclasses.dataclass(frozen=True)
+class WDLValue(ValueFormat):
+    """Logits of [win, draw, loss] for the player to move (alphazero-chess.md §3.4, §8.2);
+    the scalar value is P(win) - P(loss)."""
+
+    name: str = "wdl"
+
+    @property
+    def out_size(self) -> int:
+        return 3
+
+    def to_scalar(self, value_out: jax.Array) -> jax.Array:
+        p = jax.nn.softmax(value_out, axis=-1)
+        return p[..., 0] - p[..., 2]
+
+    def wdl(self, value_out: jax.Array) -> jax.Array:
+        """float32[..., 3] probabilities (the search averages them at the root, spec §5.8)."""
+        return jax.nn.softmax(value_out, axis=-1)
+
+    def loss(self, value_out, returns, mover):
+        target = outcome_to_wdl(_mover_return(returns, mover))
+        return optax.softmax_cross_entropy(value_out, target).mean(), {}
+
+
+def four_way_value_loss(
+    pred_logits: jax.Array, targets: jax.Array, masks: jax.Array
+) -> jax.Array:
+    """Masked, numerically stable sigmoid BCE, averaged over the unmasked entries.
+
+    BCE(x, t) = max(x, 0) - x t + log(1 + exp(-|x|)), exactly the spec's form.
+    """
+    bce = (
+        jnp.maximum(pred_logits, 0.0)
+        - pred_logits * targets
+        + jnp.log1p(jnp.exp(-jnp.abs(pred_logits)))
+    )
+    return jnp.sum(bce * masks) / jnp.maximum(jnp.sum(masks), 1.0)
+
+
+@dataclasses.dataclass(frozen=True)
+class FourWayValue(ValueFormat):
+    """Backgammon's 4-way conditional head (backgammon-4way-value-head.md): logits of
+    [win, gammon win | win, gammon loss | loss, backgammon rate]. The scalar is cubeless money
+    equity in points, the unit of the env's rewards (docs/search.md, "One value unit")."""
+
+    name: str = "four_way"
+
+    @property
+    def out_size(self) -> int:
+        return 4
+
+    def to_scalar(self, value_out: jax.Array) -> jax.Array:
+        from equity import value_outputs_to_equity
+
+        return value_outputs_to_equity(jax.nn.sigmoid(value_out))
+
+    def loss(self, value_out, returns, mover):
+        from equity import reward_to_value_targets
+
+        reward = _mover_return(returns, mover)
+        # reward_to_value_targets needs a decided game: positions of games cut without a
+        # result (reward 0, e.g. a step cap) are left out of the value loss.
+        decided = reward != 0
+        targets, masks = reward_to_value_targets(jnp.where(decided, reward, 1.0))
+        masks = masks * decided[..., None]
+        probs = jax.nn.sigmoid(value_out)
+        metrics = {
+            "pred_win": probs[:, 0].mean(),
+            "pred_gam_win_cond": probs[:, 1].mean(),
+            "pred_gam_loss_cond": probs[:, 2].mean(),
+            "pred_bg_rate": probs[:, 3].mean(),
+            "target_win": targets[:, 0].mean(),
+        }
+        return four_way_value_loss(value_out, targets, masks), metrics
+
+
+@dataclasses.dataclass(frozen=True)
+class SeatValues(ValueFormat):
+    """One unbounded value per seat, in seat order (PyRat: the cheese each player will still
+    collect); MSE summed over the seats."""
+
+    num_players: int = 2
+    name: str = "seat_values"
+
+    def __post_init__(self) -> None:
+        if self.num_players < 1:
+            raise ValueError(f"num_players must be >= 1, got {self.num_players}")
+
+    @property
+    def out_size(self) -> int:
+        return self.num_players
+
+    def to_scalar(self, value_out: jax.Array) -> jax.Array:
+        raise ValueError("SeatValues has no single mover's value; use to_player_values")
+
+    def to_player_values(self, value_out, mover, num_players):
+        del mover
+        _check_players(self.num_players, num_players)
+        return value_out
+
+    def loss(self, value_out, returns, mover):
+        del mover
+        return jnp.mean(jnp.sum((value_out - returns) ** 2, axis=-1)), {}
+
+
+@dataclasses.dataclass(frozen=True)
+class MoverRelativeValues(ValueFormat):
+    """One tanh value per player in turn order from the mover: (me, next, previous) for three
+    players (muzero-3player-gomoku.md). Seat `s` is entry `(s - mover) mod num_players`."""
+
+    num_players: int = 3
+    name: str = "mover_relative_values"
+
+    def __post_init__(self) -> None:
+        if self.num_players < 2:
+            raise ValueError(f"num_players must be >= 2, got {self.num_players}")
+
+    @property
+    def out_size(self) -> int:
+        return self.num_players
+
+    def activate(self, raw: jax.Array) -> jax.Array:
+        return jnp.tanh(raw)
+
+    def to_scalar(self, value_out: jax.Array) -> jax.Array:
+        return value_out[..., 0]
+
+    def to_player_values(self, value_out, mover, num_players):
+        _check_players(self.num_players, num_players)
+        seats = jnp.arange(num_players)
+        rel = (seats - jnp.asarray(mover)[..., None]) % num_players  # [..., P]
+        return jnp.take_along_axis(value_out, rel, axis=-1)
+
+    def from_seat_values(self, seat_values: jax.Array, mover: jax.Array) -> jax.Array:
+        """The inverse of `to_player_values`: seat order -> (me, next, ...) order."""
+        n = self.num_players
+        rel = (jnp.asarray(mover)[..., None] + jnp.arange(n)) % n
+        return jnp.take_along_axis(seat_values, rel, axis=-1)
+
+    def loss(self, value_out, returns, mover):
+        target = jnp.clip(self.from_seat_values(returns, mover), -1.0, 1.0)
+        return jnp.mean(jnp.sum((value_out - target) ** 2, axis=-1)), {}
+
+
+def _check_players(own: int, asked: int) -> None:
+    if own != asked:
+        raise ValueError(f"this value head has {own} players' values, the game has {asked}")
