@@ -1,0 +1,348 @@
+"""The batched tree-search kernel: search loop and public entry (docs/search.md, "The tree
+kernel").
+
+One step of the loop selects L = `leaves_per_step` leaves in every tree (virtual loss on their
+paths steers the later ones of the step away from the earlier ones), evaluates all B * L of
+them with one `model.step` call, writes the new nodes and backs the values up. Selection and
+backup touch one `[K]` row per node on a path, so the work per simulation is O(depth * K), not
+O(N * K): the tree is never read or written as a whole inside the loop.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, NamedTuple, Optional, Union
+
+import chex
+import jax
+import jax.numpy as jnp
+
+from turbozero.search.backup import backup
+from turbozero.search.model import ModelOutput
+from turbozero.search.roots import GumbelRoot, PUCTRoot, RootExtra
+from turbozero.search.selection import MctxPUCT, SpecPUCT, masked_argmax, node_stats
+from turbozero.search.tree import (
+    NO_ACTION, NO_PARENT, ROOT_INDEX, UNVISITED, Tree, compact_children, empty_tree)
+
+Selection = Union[SpecPUCT, MctxPUCT]
+RootPolicy = Union[PUCTRoot, GumbelRoot]
+
+
+@dataclasses.dataclass(frozen=True)
+class TreeSearchConfig:
+    """Static settings of the tree kernel (hashable: close over it in `jit`).
+
+    num_simulations: evaluations per search (the root's is extra).
+    leaves_per_step: L leaves per tree per step, evaluated together (virtual loss between
+        them); 1 is the sequential search. num_simulations need not be a multiple of L: the
+        last step selects fewer leaves.
+    selection: `SpecPUCT(...)` (alphazero-chess.md §5.2-§5.4) or `MctxPUCT(...)` (mctx's).
+    root: `PUCTRoot(dirichlet_alpha, dirichlet_fraction)` or `GumbelRoot(...)`.
+    max_children: K, child slots per node; None takes the model's bound
+        (`env.max_legal_actions`, else `env.num_actions`). Below the game's true bound a node
+        with more legal actions keeps the K of highest prior (`tree.compact_children`).
+    temperature: acting temperature on visit counts (PUCT root); 0 plays the most visited.
+    temperature_moves: when set, tau = `temperature` for states with `step_count` below it and
+        0 (argmax) after (spec §6.6); applied by `search()`, which knows the env's states.
+    extra_nodes: node capacity beyond `num_simulations + 1`, for a subtree carried by
+        `reuse_subtree` (its nodes are kept only while they fit).
+    """
+
+    num_simulations: int = 32
+    leaves_per_step: int = 1
+    selection: Any = SpecPUCT()
+    root: Any = PUCTRoot()
+    max_children: Optional[int] = None
+    temperature: float = 1.0
+    temperature_moves: Optional[int] = None
+    extra_nodes: int = 0
+
+    def __post_init__(self) -> None:
+        if self.num_simulations < 1:
+            raise ValueError(f"num_simulations must be >= 1, got {self.num_simulations}")
+        if self.leaves_per_step < 1:
+            raise ValueError(f"leaves_per_step must be >= 1, got {self.leaves_per_step}")
+        if self.leaves_per_step > self.num_simulations:
+            raise ValueError(f"leaves_per_step ({self.leaves_per_step}) must not exceed "
+                             f"num_simulations ({self.num_simulations})")
+        if not isinstance(self.selection, (SpecPUCT, MctxPUCT)):
+            raise ValueError("selection must be SpecPUCT(...) or MctxPUCT(...), got "
+                             f"{self.selection!r}")
+        if not isinstance(self.root, (PUCTRoot, GumbelRoot)):
+            raise ValueError(f"root must be PUCTRoot(...) or GumbelRoot(...), got {self.root!r}")
+        if self.max_children is not None and self.max_children < 1:
+            raise ValueError(f"max_children must be >= 1, got {self.max_children}")
+        if self.temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
+        if self.temperature_moves is not None and self.temperature_moves < 0:
+            raise ValueError(f"temperature_moves must be >= 0, got {self.temperature_moves}")
+        if self.extra_nodes < 0:
+            raise ValueError(f"extra_nodes must be >= 0, got {self.extra_nodes}")
+
+    @property
+    def num_nodes(self) -> int:
+        return self.num_simulations + 1 + self.extra_nodes
+
+    def children_bound(self, model) -> int:
+        return int(self.max_children if self.max_children is not None else model.max_children)
+
+
+@chex.dataclass(frozen=True)
+class TreeSearchResult:
+    """What one search returns (leading axis B everywhere)."""
+
+    action: jax.Array  # int32[B] action to play
+    action_weights: jax.Array  # float32[B, A] policy target (visits, or Gumbel improved policy)
+    root_value: jax.Array  # float32[B] searched root value for the player to move
+    root_values: jax.Array  # float32[B, P] searched root value per player
+    risk_value: jax.Array  # float32[B] LogSumExp risk value of the root (spec §5.10; 0 if beta 0)
+    root_visits: jax.Array  # int32[B, A] visits of the root's children
+    max_depth: jax.Array  # int32[B] deepest node of the tree (root = 0)
+    nodes_used: jax.Array  # int32[B] tree nodes in use after the search
+
+
+class _Loop(NamedTuple):
+    tree: Tree
+    key: jax.Array
+
+
+class _Descent(NamedTuple):
+    node: jax.Array  # int32[] current node
+    slot: jax.Array  # int32[] slot chosen at `node` (valid when `new`)
+    new: jax.Array  # bool[] the walk ends by creating a child of `node` at `slot`
+    done: jax.Array  # bool[]
+    virtual_loss: jax.Array  # int32[N] the tree's virtual loss with this walk's added
+
+
+def _leaf_value(out: ModelOutput) -> jax.Array:
+    return jnp.where(out.terminal[:, None], 0.0, out.value)
+
+
+def _write_nodes(
+    tree: Tree, b: jax.Array, node: jax.Array, embedding: Any, out: ModelOutput,
+    reward: jax.Array, k: int,
+) -> Tree:
+    """Expand nodes `node` (int32[M], out of range = skip) of trees `b` (int32[M])."""
+    legal = out.legal & ~out.terminal[:, None]
+    actions, prior = compact_children(legal, out.prior_logits, k)  # [M, K]
+    emb = jax.tree_util.tree_map(
+        lambda dst, src: dst.at[b, node].set(src, mode="drop"), tree.embedding, embedding)
+    return tree._replace(
+        raw_value=tree.raw_value.at[b, node].set(_leaf_value(out), mode="drop"),
+        reward=tree.reward.at[b, node].set(reward, mode="drop"),
+        player=tree.player.at[b, node].set(out.player, mode="drop"),
+        terminal=tree.terminal.at[b, node].set(out.terminal, mode="drop"),
+        children_action=tree.children_action.at[b, node].set(actions, mode="drop"),
+        children_prior=tree.children_prior.at[b, node].set(prior, mode="drop"),
+        children_index=tree.children_index.at[b, node].set(UNVISITED, mode="drop"),
+        embedding=emb,
+    )
+
+
+def _select_leaves(
+    tree: Tree, active: jax.Array, extra: RootExtra, config: TreeSearchConfig
+) -> tuple[Tree, jax.Array, jax.Array, jax.Array, jax.Array]:
+    """Select L leaves in one tree (unbatched, embedding-less), one after the other.
+
+    Returns (tree with the new nodes allocated and virtual loss on the paths, leaf int32[L],
+    parent int32[L], action int32[L], new bool[L]). A walk ends at a terminal node, at a node
+    whose evaluation is pending (allocated earlier in this step: the leaf is evaluated once and
+    backed up once per walk), or by allocating the child of an unexpanded slot."""
+    sel, root = config.selection, config.root
+    n_sims = config.num_simulations
+
+    def walk(j, carry):
+        t, leaves, parents, actions, news = carry
+
+        def cond(d: _Descent):
+            return ~d.done
+
+        def body(d: _Descent) -> _Descent:
+            node = d.node
+            vl = d.virtual_loss.at[node].add(1)
+            tv = t._replace(virtual_loss=vl)
+            stats = node_stats(tv, node)
+            mover = tv.player[node]
+            at_root = node == ROOT_INDEX
+            scores = jnp.where(
+                at_root,
+                root.scores(sel, stats, extra, tv.raw_value[node, mover], n_sims),
+                sel.scores(stats))
+            slot = masked_argmax(scores, stats.valid)
+            stop = tv.terminal[node] | (tv.node_visits[node] == 0) | ~jnp.any(stats.valid)
+            child = tv.children_index[node, slot]
+            new = ~stop & (child == UNVISITED)
+            done = stop | new
+            return _Descent(node=jnp.where(done, node, child), slot=slot, new=new, done=done,
+                            virtual_loss=vl)
+
+        start = _Descent(node=jnp.int32(ROOT_INDEX), slot=jnp.int32(0), new=jnp.bool_(False),
+                         done=~active[j], virtual_loss=t.virtual_loss)
+        d = jax.lax.while_loop(cond, body, start)
+        new = d.new & active[j]
+        idx = jnp.where(new, t.next_node, t.num_nodes)  # out of range: nothing written
+        action = t.children_action[d.node, d.slot]
+        t = t._replace(
+            virtual_loss=d.virtual_loss.at[idx].add(1, mode="drop"),
+            parent=t.parent.at[idx].set(d.node, mode="drop"),
+            action=t.action.at[idx].set(action, mode="drop"),
+            depth=t.depth.at[idx].set(t.depth[d.node] + 1, mode="drop"),
+            node_visits=t.node_visits.at[idx].set(0, mode="drop"),
+            children_index=t.children_index.at[d.node, d.slot].set(
+                jnp.where(new, t.next_node, t.children_index[d.node, d.slot])),
+            next_node=t.next_node + new.astype(jnp.int32),
+        )
+        leaf = jnp.where(new, idx, d.node)
+        return (t, leaves.at[j].set(leaf), parents.at[j].set(d.node),
+                actions.at[j].set(jnp.where(new, action, 0)), news.at[j].set(new))
+
+    n_leaves = active.shape[0]
+    zeros = jnp.zeros((n_leaves,), jnp.int32)
+    init = (tree, zeros, zeros, zeros, jnp.zeros((n_leaves,), jnp.bool_))
+    return jax.lax.fori_loop(0, n_leaves, walk, init)
+
+
+def _without_embedding(tree: Tree) -> Tree:
+    return tree._replace(embedding=None)
+
+
+def init_tree(model, params, root_input: Any, config: TreeSearchConfig) -> Tree:
+    """A tree holding only the evaluated root of every game (one visit)."""
+    embedding, out = model.root(params, root_input)
+    b = out.value.shape[0]
+    tree = empty_tree(b, config.num_nodes, config.children_bound(model), model.num_players,
+                      embedding)
+    rows = jnp.arange(b)
+    root = jnp.full((b,), ROOT_INDEX, jnp.int32)
+    tree = _write_nodes(tree, rows, root, embedding, out, jnp.zeros_like(out.value),
+                        tree.max_children)
+    value = _leaf_value(out)
+    return tree._replace(
+        node_visits=tree.node_visits.at[:, ROOT_INDEX].set(1),
+        value_sum=tree.value_sum.at[:, ROOT_INDEX].set(value),
+        value_sq_sum=tree.value_sq_sum.at[:, ROOT_INDEX].set(value * value),
+        next_node=jnp.ones((b,), jnp.int32),
+    )
+
+
+def _simulate(model, params, tree: Tree, key: jax.Array, extra: RootExtra,
+              config: TreeSearchConfig, first_sim: int | jax.Array) -> _Loop:
+    num_l = config.leaves_per_step
+    steps = -(-config.num_simulations // num_l)
+    b = tree.batch_size
+    rows = jnp.broadcast_to(jnp.arange(b)[:, None], (b, num_l))  # [B, L]
+
+    def step(i, loop: _Loop) -> _Loop:
+        key, k_step = jax.random.split(loop.key)
+        active = i * num_l + jnp.arange(num_l) < config.num_simulations  # [L]
+        embedding = loop.tree.embedding
+        bare, leaves, parents, actions, new = jax.vmap(
+            _select_leaves, in_axes=(0, None, 0, None))(
+                _without_embedding(loop.tree), active, extra, config)  # [B, L] each
+        parent_emb = jax.tree_util.tree_map(
+            lambda x: x[rows, parents].reshape((b * num_l,) + x.shape[2:]), embedding)
+        child_emb, reward, out = model.step(params, k_step, parent_emb, actions.reshape(-1))
+        write = jnp.where(new, leaves, bare.num_nodes).reshape(-1)  # out of range: skipped
+        tree = _write_nodes(bare._replace(embedding=embedding), rows.reshape(-1), write,
+                            child_emb, out, reward, bare.max_children)
+        bare = jax.vmap(backup, in_axes=(0, 0, None))(_without_embedding(tree), leaves, active)
+        return _Loop(tree=bare._replace(embedding=tree.embedding), key=key)
+
+    del first_sim
+    return jax.lax.fori_loop(0, steps, step, _Loop(tree=tree, key=key))
+
+
+def _root_stats(tree: Tree):
+    return jax.vmap(lambda t: node_stats(t, jnp.int32(ROOT_INDEX)))(_without_embedding(tree))
+
+
+def _risk_value(stats, beta: float, bounds) -> jax.Array:
+    """float32[B] spec §5.10: max_q + log(sum_a exp(beta (Q_risk_a - max_q))) / beta over the
+    visited root children; 0 when beta is 0 (the spec's stored soft value)."""
+    if beta == 0.0:
+        return jnp.zeros(stats.q_mean.shape[:1], jnp.float32)
+    visited = stats.visits > 0
+    q = jnp.clip(stats.q_mean + 0.5 * beta * stats.q_var, *bounds)
+    max_q = jnp.max(jnp.where(visited, q, -jnp.inf), axis=-1, keepdims=True)
+    max_q = jnp.where(jnp.isfinite(max_q), max_q, 0.0)
+    s = jnp.sum(jnp.where(visited, jnp.exp(beta * (q - max_q)), 0.0), axis=-1)
+    return jnp.where(s > 0, max_q[:, 0] + jnp.log(jnp.maximum(s, 1e-30)) / beta, 0.0)
+
+
+def _act(tree: Tree, extra: RootExtra, config: TreeSearchConfig, key: jax.Array,
+         temperature: jax.Array, num_actions: int):
+    """(action int32[B], policy float32[B, K] over the root slots)."""
+    stats = _root_stats(tree)
+    valid = stats.valid
+    if isinstance(config.root, GumbelRoot):
+        raw = tree.raw_value[:, ROOT_INDEX]  # [B, P]
+        raw_mover = jnp.take_along_axis(raw, tree.player[:, ROOT_INDEX, None], 1)[:, 0]
+        sigma = jax.vmap(config.root.completed_q)(stats, raw_mover)  # [B, K]
+        most = stats.visits.max(-1)
+        score = jax.vmap(config.root.considered_score)(stats.visits, most, extra, sigma)
+        slot = jax.vmap(masked_argmax)(score, valid)
+        policy = jax.nn.softmax(jnp.where(valid, extra.logits + sigma, -jnp.inf), axis=-1)
+        return slot, jnp.where(valid, policy, 0.0)
+    visits = stats.visits.astype(jnp.float32)
+    policy = visits / jnp.maximum(visits.sum(-1, keepdims=True), 1.0)
+    greedy = jax.vmap(masked_argmax)(visits, valid)
+    t = jnp.maximum(temperature, 1e-6)[:, None]
+    logits = jnp.where(valid & (visits > 0), jnp.log(jnp.maximum(visits, 1e-30)) / t, -jnp.inf)
+    sampled = jax.random.categorical(key, logits, axis=-1).astype(jnp.int32)
+    return jnp.where(temperature > 0, sampled, greedy), policy
+
+
+def tree_search(
+    model, params, root_input: Any, key: jax.Array, config: TreeSearchConfig,
+    temperature: Optional[jax.Array] = None, tree: Optional[Tree] = None,
+) -> tuple[TreeSearchResult, Tree]:
+    """Search `model` from a batch of roots; pure and jittable (model, config static).
+
+    root_input: what `model.root` takes (for `EnvModel`, a batch of env states).
+    temperature: float32[B] acting temperature per game (default `config.temperature`).
+    tree: a tree carried from the previous move (`reuse_subtree`); its root must be the state
+        of `root_input` (its root evaluation and statistics are kept, `root_input` is then only
+        used for its shape). `config.num_simulations` more simulations are run on it.
+    Returns (result, tree); the tree is for `reuse_subtree` and inspection.
+    """
+    k_noise, k_loop, k_act = jax.random.split(key, 3)
+    if tree is None:
+        tree = init_tree(model, params, root_input, config)
+    elif tree.num_nodes != config.num_nodes:
+        raise ValueError(f"a carried tree has {tree.num_nodes} nodes, the config needs "
+                         f"{config.num_nodes} (num_simulations + 1 + extra_nodes)")
+    b = tree.batch_size
+    valid = tree.children_action[:, ROOT_INDEX] != NO_ACTION  # [B, K]
+    prior, extra = config.root.prepare(k_noise, tree.children_prior[:, ROOT_INDEX], valid,
+                                       config.num_simulations)
+    tree = tree._replace(children_prior=tree.children_prior.at[:, ROOT_INDEX].set(prior))
+    tree = _simulate(model, params, tree, k_loop, extra, config, 0).tree
+
+    if temperature is None:
+        temperature = jnp.full((b,), config.temperature, jnp.float32)
+    slot, policy = _act(tree, extra, config, k_act, temperature, model.num_actions)
+    root_actions = tree.children_action[:, ROOT_INDEX]  # [B, K]
+    action = jnp.take_along_axis(root_actions, slot[:, None], 1)[:, 0]
+    stats = _root_stats(tree)
+    rows = jnp.broadcast_to(jnp.arange(b)[:, None], root_actions.shape)
+    cols = jnp.where(valid, root_actions, model.num_actions)  # padding: dropped
+    weights = jnp.zeros((b, model.num_actions), jnp.float32).at[rows, cols].set(
+        policy, mode="drop")
+    visits = jnp.zeros((b, model.num_actions), jnp.int32).at[rows, cols].set(
+        stats.visits, mode="drop")
+    root_values = tree.value_sum[:, ROOT_INDEX] / tree.node_visits[:, ROOT_INDEX, None]
+    mover = tree.player[:, ROOT_INDEX]
+    beta = getattr(config.selection, "risk_beta", 0.0)
+    bounds = getattr(config.selection, "q_bounds", (-1.0, 1.0))
+    used = jnp.arange(tree.num_nodes)[None] < tree.next_node[:, None]
+    result = TreeSearchResult(
+        action=action.astype(jnp.int32),
+        action_weights=weights,
+        root_value=jnp.take_along_axis(root_values, mover[:, None], 1)[:, 0],
+        root_values=root_values,
+        risk_value=_risk_value(stats, beta, bounds),
+        root_visits=visits,
+        max_depth=jnp.max(jnp.where(used, tree.depth, 0), axis=1),
+        nodes_used=tree.next_node,
+    )
+    return result, tree

@@ -1,0 +1,99 @@
+"""What the tree kernel searches: a model of the game (docs/search.md, "The tree kernel").
+
+The kernel never sees an `Env`. It asks a model for the root's evaluation and for transitions:
+
+    model.root(params, root_input)           -> (embedding [B, ...], ModelOutput)
+    model.step(params, key, embedding, action) -> (embedding, reward float32[B, P], ModelOutput)
+
+`EnvModel` steps the true environment and evaluates with a network; a learned MuZero model
+(dynamics + prediction networks) is another implementation of the same two methods.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from envs.core import Env, State
+
+
+class ModelOutput(NamedTuple):
+    """The evaluation of a batch of M nodes."""
+
+    legal: jax.Array  # bool[M, A] legal actions (ignored where terminal)
+    prior_logits: jax.Array  # float32[M, A] policy logits
+    value: jax.Array  # float32[M, P] value per player, seat order (0 where terminal)
+    player: jax.Array  # int32[M] player to move
+    terminal: jax.Array  # bool[M] the game is over (the node gets no children)
+
+
+def two_player_value(value: jax.Array, player: jax.Array) -> jax.Array:
+    """float32[M, 2]: a zero-sum scalar value for the player to move as a seat-order vector."""
+    return jnp.where(player[:, None] == jnp.arange(2)[None], value[:, None], -value[:, None])
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvModel:
+    """The true dynamics of a turn-based `env` with a network evaluator.
+
+    evaluator: a `NetworkEvaluator` (its `player_values` gives the per-seat value vector of any
+        value format, e.g. `[v, -v]` for a two-player scalar head), or any callable
+        `(variables, observation) -> (logits [M, A], value [M])` with the value for the player
+        to move of a two-player zero-sum game.
+
+    The embedding is the env `State` without its observation (`env.transition` leaves it None),
+    so the tree stores no network input per node; `env.observe` computes the input of each
+    evaluated node.
+    """
+
+    env: Env
+    evaluator: Callable[..., tuple[jax.Array, jax.Array]]
+
+    def __post_init__(self) -> None:
+        if self.env.is_simultaneous:
+            raise ValueError(f"{self.env.id} is a simultaneous-move game: the tree kernel "
+                             "searches turn-based games (use turbozero.search.mcgs)")
+        if self.env.is_stochastic:
+            raise ValueError(f"{self.env.id} has chance events: the tree kernel has no chance "
+                             "nodes yet (use SearchConfig, mctx's stochastic search)")
+        if self.env.num_players != 2 and not hasattr(self.evaluator, "player_values"):
+            raise ValueError(f"{self.env.id} has {self.env.num_players} players: the evaluator "
+                             "must give one value per player (NetworkEvaluator.player_values)")
+
+    @property
+    def num_actions(self) -> int:
+        return self.env.num_actions
+
+    @property
+    def num_players(self) -> int:
+        return self.env.num_players
+
+    @property
+    def max_children(self) -> int:
+        return int(getattr(self.env, "max_legal_actions", self.env.num_actions))
+
+    def _evaluate(self, params, state: State, observation=None) -> ModelOutput:
+        if observation is None:
+            observation = jax.vmap(self.env.observe)(state)
+        terminal = state.terminated | state.truncated
+        player = state.current_player.astype(jnp.int32)
+        if hasattr(self.evaluator, "player_values"):
+            logits, vec = self.evaluator.player_values(
+                params, observation, player, self.env.num_players)
+        else:
+            logits, value = self.evaluator(params, observation)
+            vec = two_player_value(value, player)
+        vec = jnp.where(terminal[:, None], 0.0, vec).astype(jnp.float32)
+        return ModelOutput(legal=state.legal_action_mask, prior_logits=logits, value=vec,
+                           player=player, terminal=terminal)
+
+    def root(self, params, states: State) -> tuple[State, ModelOutput]:
+        return states.replace(observation=None), self._evaluate(params, states, states.observation)
+
+    def step(self, params, key, embedding: State, action: jax.Array):
+        keys = jax.random.split(key, action.shape[0])
+        nxt = jax.vmap(self.env.transition)(embedding, action, keys)
+        return nxt, nxt.rewards.astype(jnp.float32), self._evaluate(params, nxt)

@@ -1,0 +1,146 @@
+"""Selection at one node of one tree: the statistics of its K child slots and the PUCT scores.
+
+Two formulas, chosen by passing an object (docs/search.md, "The tree kernel"):
+
+* `SpecPUCT` — alphazero-chess.md §5.2-§5.4, §5.9: `Q + c_puct * P * sqrt(N) / (1 + N_a + VL_a)`,
+  dynamic FPU for unvisited children, entropic-risk Q `mean + beta/2 * var` (clamped; beta = 0
+  is plain AlphaZero), virtual loss blended toward the parent's Q.
+* `MctxPUCT` — `mctx.muzero_action_selection` with `qtransform_by_parent_and_siblings`
+  (pb_c_init, pb_c_base, min-max normalised Q), so the kernel can be checked against mctx.
+
+Q is always the component of the player to move at the node: values are per-player vectors.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from turbozero.search.tree import NO_ACTION, UNVISITED, Tree
+
+
+class NodeStats(NamedTuple):
+    """The view of one node (one tree, unbatched) that selection needs."""
+
+    valid: jax.Array  # bool[K] slot holds a legal action
+    prior: jax.Array  # float32[K]
+    visits: jax.Array  # int32[K] completed visits of each child (0 if no node yet)
+    virtual_loss: jax.Array  # int32[K] selections in flight through each child
+    q_mean: jax.Array  # float32[K] mover's mean return of each visited child (reward included)
+    q_var: jax.Array  # float32[K] variance of the mover's return (>= 0)
+    parent_visits: jax.Array  # int32[] visits of the node
+    parent_value: jax.Array  # float32[] mover's mean value of the node
+
+
+def node_stats(tree: Tree, node: jax.Array) -> NodeStats:
+    """Gather the `[K]` child row of `node` in one unbatched tree (fields without batch axis).
+
+    O(K * P): the only per-simulation reads of the child arrays."""
+    mover = tree.player[node]
+    idx = tree.children_index[node]  # [K]
+    exists = idx != UNVISITED
+    safe = jnp.where(exists, idx, 0)
+    visits = jnp.where(exists, tree.node_visits[safe], 0)
+    vl = jnp.where(exists, tree.virtual_loss[safe], 0)
+    n = jnp.maximum(visits, 1).astype(jnp.float32)
+    mean_v = tree.value_sum[safe, mover] / n
+    mean_sq = tree.value_sq_sum[safe, mover] / n
+    # the edge reward is the same on every visit, so it shifts the mean but not the variance
+    q_mean = jnp.where(visits > 0, tree.reward[safe, mover] + mean_v, 0.0)
+    q_var = jnp.where(visits > 0, jnp.maximum(mean_sq - mean_v * mean_v, 0.0), 0.0)
+    pv = tree.node_visits[node]
+    parent_value = tree.value_sum[node, mover] / jnp.maximum(pv, 1).astype(jnp.float32)
+    return NodeStats(
+        valid=tree.children_action[node] != NO_ACTION,
+        prior=tree.children_prior[node],
+        visits=visits,
+        virtual_loss=vl,
+        q_mean=q_mean,
+        q_var=q_var,
+        parent_visits=pv,
+        parent_value=parent_value,
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class SpecPUCT:
+    """alphazero-chess.md §5.2-§5.4 and §5.9, in the game's value units.
+
+    c_puct: exploration constant (spec default 1.5).
+    fpu_base: unvisited child without virtual loss scores `Q_parent - fpu_base * (1 - P)`.
+    risk_beta: entropic-risk coefficient; visited Q is `mean + beta/2 * var`, clamped to
+        `q_bounds`. beta = 0 skips both the variance and the clamp (exactly plain AlphaZero).
+    q_bounds: the game's value range, the clamp of the risk Q (spec: [-1, 1]).
+    Virtual loss VL of a child (L > 1 leaves per step): an unvisited child in flight scores
+    `Q_parent`; a visited one `(N * Q + VL * Q_parent) / (N + VL)`; the exploration term
+    divides by `1 + N + VL`.
+    """
+
+    c_puct: float = 1.5
+    fpu_base: float = 0.0
+    risk_beta: float = 0.0
+    q_bounds: tuple[float, float] = (-1.0, 1.0)
+
+    def __post_init__(self) -> None:
+        if not self.c_puct > 0:
+            raise ValueError(f"c_puct must be > 0, got {self.c_puct}")
+        if not self.fpu_base >= 0:
+            raise ValueError(f"fpu_base must be >= 0, got {self.fpu_base}")
+        if not self.q_bounds[0] < self.q_bounds[1]:
+            raise ValueError(f"q_bounds must be (low, high) with low < high, got {self.q_bounds}")
+
+    def scores(self, s: NodeStats) -> jax.Array:
+        """float32[K] PUCT scores (padding slots are masked by the caller)."""
+        n = s.visits.astype(jnp.float32)
+        vl = s.virtual_loss.astype(jnp.float32)
+        q = s.q_mean
+        if self.risk_beta != 0.0:
+            q = q + 0.5 * self.risk_beta * s.q_var
+        q_vl = (n * q + vl * s.parent_value) / jnp.maximum(n + vl, 1.0)
+        if self.risk_beta != 0.0:
+            q_vl = jnp.clip(q_vl, *self.q_bounds)
+        fpu = s.parent_value - self.fpu_base * (1.0 - s.prior)
+        q_sel = jnp.where(s.visits > 0, q_vl, jnp.where(vl > 0, s.parent_value, fpu))
+        u = self.c_puct * s.prior * jnp.sqrt(s.parent_visits.astype(jnp.float32)) / (1.0 + n + vl)
+        return q_sel + u
+
+
+@dataclasses.dataclass(frozen=True)
+class MctxPUCT:
+    """mctx's `muzero_action_selection` with `qtransform_by_parent_and_siblings`.
+
+    Q of the visited children and of the node itself is min-max normalised (unvisited children
+    completed by the minimum, so they score 0); exploration `sqrt(N) * pb_c * P / (N_a + 1)`
+    with `pb_c = pb_c_init + log((N + pb_c_base + 1) / pb_c_base)`. Virtual loss counts as
+    visits in the exploration term only (mctx has none).
+    """
+
+    pb_c_init: float = 1.25
+    pb_c_base: float = 19652.0
+    epsilon: float = 1e-8  # mctx's guard of the min-max range
+
+    def __post_init__(self) -> None:
+        if not self.pb_c_init > 0:
+            raise ValueError(f"pb_c_init must be > 0, got {self.pb_c_init}")
+        if not self.pb_c_base > 0:
+            raise ValueError(f"pb_c_base must be > 0, got {self.pb_c_base}")
+
+    def scores(self, s: NodeStats) -> jax.Array:
+        visited = s.visits > 0
+        safe_q = jnp.where(visited, s.q_mean, s.parent_value)
+        lo = jnp.minimum(s.parent_value, jnp.min(safe_q))
+        hi = jnp.maximum(s.parent_value, jnp.max(safe_q))
+        completed = jnp.where(visited, s.q_mean, lo)
+        q = (completed - lo) / jnp.maximum(hi - lo, self.epsilon)
+        nv = s.parent_visits.astype(jnp.float32)
+        pb_c = self.pb_c_init + jnp.log((nv + self.pb_c_base + 1.0) / self.pb_c_base)
+        n = (s.visits + s.virtual_loss).astype(jnp.float32)
+        return q + jnp.sqrt(nv) * pb_c * s.prior / (n + 1.0)
+
+
+def masked_argmax(scores: jax.Array, valid: jax.Array) -> jax.Array:
+    """int32[]: the first valid slot of highest score (ties go to the lowest action id)."""
+    return jnp.argmax(jnp.where(valid, scores, -jnp.inf)).astype(jnp.int32)

@@ -1,0 +1,125 @@
+"""The arrays of the batched search tree (docs/search.md, "The tree kernel").
+
+One tree per game of the batch, `N` nodes of fixed capacity, children stored only for the legal
+actions of a node: up to `K` slots per node holding an action id, the index of the child node
+(or `UNVISITED`) and the prior. Per-child statistics live on the child node, so selection at a
+node gathers one `[K]` row and never touches the `[B, N, K]` arrays as a whole.
+
+Values are vectors over the players, in seat order: `value_sum[b, n, p]` is the sum over the
+visits of node `n` of player `p`'s return from that node on, `reward[b, n, p]` the reward of the
+transition into `n`. A parent's Q of child `c` for player `p` is `reward[c, p] + mean[c, p]`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+ROOT_INDEX = 0
+NO_PARENT = -1  # parent of the root
+UNVISITED = -1  # children_index of a slot whose child node does not exist yet
+NO_ACTION = -1  # children_action of a padding slot (fewer legal actions than K)
+
+
+class Tree(NamedTuple):
+    """A batch of B trees with N nodes, K child slots per node and P players."""
+
+    node_visits: jax.Array  # int32[B, N] completed visits (0: allocated, evaluation pending)
+    virtual_loss: jax.Array  # int32[B, N] selections in flight through the node
+    value_sum: jax.Array  # float32[B, N, P] sum of returns from the node, per player
+    value_sq_sum: jax.Array  # float32[B, N, P] sum of squared returns (entropic-risk variance)
+    raw_value: jax.Array  # float32[B, N, P] the model's value at expansion (0 when terminal)
+    reward: jax.Array  # float32[B, N, P] reward of the edge into the node
+    player: jax.Array  # int32[B, N] player to move at the node
+    terminal: jax.Array  # bool[B, N] the game is over at the node
+    parent: jax.Array  # int32[B, N] parent node (NO_PARENT at the root)
+    action: jax.Array  # int32[B, N] action from the parent into the node (NO_ACTION at root)
+    depth: jax.Array  # int32[B, N] edges from the root
+    children_action: jax.Array  # int32[B, N, K] legal action ids in increasing order, NO_ACTION pad
+    children_index: jax.Array  # int32[B, N, K] child node of each slot, or UNVISITED
+    children_prior: jax.Array  # float32[B, N, K] prior probability of each slot (0 on padding)
+    embedding: Any  # pytree, leaves [B, N, ...]: the model's state of each node
+    next_node: jax.Array  # int32[B] first free node index (= nodes used)
+
+    @property
+    def batch_size(self) -> int:
+        return self.node_visits.shape[0]
+
+    @property
+    def num_nodes(self) -> int:
+        return self.node_visits.shape[-1]  # also on one unbatched tree
+
+    @property
+    def max_children(self) -> int:
+        return self.children_action.shape[-1]
+
+    @property
+    def num_players(self) -> int:
+        return self.value_sum.shape[-1]
+
+
+def empty_tree(
+    batch_size: int, num_nodes: int, max_children: int, num_players: int, embedding_like: Any
+) -> Tree:
+    """A tree with every node free; `embedding_like` is one node's embedding batch `[B, ...]`."""
+    b, n, k, p = batch_size, num_nodes, max_children, num_players
+    emb = jax.tree_util.tree_map(
+        lambda x: jnp.zeros((b, n) + x.shape[1:], x.dtype), embedding_like)
+    return Tree(
+        node_visits=jnp.zeros((b, n), jnp.int32),
+        virtual_loss=jnp.zeros((b, n), jnp.int32),
+        value_sum=jnp.zeros((b, n, p), jnp.float32),
+        value_sq_sum=jnp.zeros((b, n, p), jnp.float32),
+        raw_value=jnp.zeros((b, n, p), jnp.float32),
+        reward=jnp.zeros((b, n, p), jnp.float32),
+        player=jnp.zeros((b, n), jnp.int32),
+        terminal=jnp.zeros((b, n), jnp.bool_),
+        parent=jnp.full((b, n), NO_PARENT, jnp.int32),
+        action=jnp.full((b, n), NO_ACTION, jnp.int32),
+        depth=jnp.zeros((b, n), jnp.int32),
+        children_action=jnp.full((b, n, k), NO_ACTION, jnp.int32),
+        children_index=jnp.full((b, n, k), UNVISITED, jnp.int32),
+        children_prior=jnp.zeros((b, n, k), jnp.float32),
+        embedding=emb,
+        next_node=jnp.zeros((b,), jnp.int32),
+    )
+
+
+def compact_children(
+    legal: jax.Array, logits: jax.Array, max_children: int
+) -> tuple[jax.Array, jax.Array]:
+    """(int32[M, K] action ids, float32[M, K] priors) of the legal actions of M nodes.
+
+    legal: bool[M, A]; logits: float32[M, A]. Slots hold the legal ids in increasing order (so
+    ties in selection go to the lowest action id, as in mctx), padded with NO_ACTION and prior 0;
+    the prior is the softmax of the logits over the kept actions.
+
+    More legal actions than K (possible only when K is set below the game's bound): the K with
+    the highest logits are kept (ties: the lowest ids) and the prior is renormalised over them.
+    The top-k runs only when some node of the batch overflows (`lax.cond` on the whole batch),
+    because a top-k over chess's 4,672 ids costs more than the rest of an expansion.
+    """
+    m, a = legal.shape
+    k = max_children
+    counts = legal.sum(-1)  # [M]
+
+    def keep_top_k(_):
+        masked = jnp.where(legal, logits, -jnp.inf)
+        kth = jax.lax.top_k(masked, k)[0][:, -1:]  # [M, 1] K-th largest logit
+        return legal & (masked >= kth)
+
+    keep = jax.lax.cond(jnp.any(counts > k), keep_top_k, lambda _: legal, None)  # [M, A]
+    pos = jnp.cumsum(keep, axis=-1) - 1  # [M, A] slot of each kept action
+    slot = jnp.where(keep & (pos < k), pos, k)  # k: dropped (ties beyond K, non-kept)
+    rows = jnp.broadcast_to(jnp.arange(m)[:, None], (m, a))
+    ids = jnp.broadcast_to(jnp.arange(a, dtype=jnp.int32)[None], (m, a))
+    actions = jnp.full((m, k), NO_ACTION, jnp.int32).at[rows, slot].set(ids, mode="drop")
+    valid = actions != NO_ACTION  # [M, K]
+    kept_logits = jnp.take_along_axis(logits, jnp.maximum(actions, 0), axis=1)
+    kept_logits = jnp.where(valid, kept_logits, -jnp.inf)
+    top = jnp.max(kept_logits, axis=-1, keepdims=True)
+    e = jnp.where(valid, jnp.exp(kept_logits - jnp.where(jnp.isfinite(top), top, 0.0)), 0.0)
+    prior = e / jnp.maximum(e.sum(-1, keepdims=True), jnp.finfo(e.dtype).tiny)
+    return actions, prior
