@@ -14,8 +14,9 @@ Rules (NOTES.md, PyRat section; details and choices in docs/pyrat.md):
   `mud_turns = w - 1`; while `mud_turns > 0` its actions are ignored and it counts down; it
   collects cheese only when `mud_turns == 0`.
 * a rat on a cheese takes it (+1); both rats arriving on it together take 0.5 each.
-* the game ends (``terminated``) when a score exceeds half the starting cheese, no cheese is left,
-  or `max_turns` turns have been played.
+* the game ends (``terminated``) when a score exceeds half the starting cheese or no cheese is
+  left; it is cut (``truncated``, the protocol's meaning: stopped by the step cap) when
+  `max_episode_steps` turns (alias `max_turns`) have been played without such an end.
 
 The state keeps the scores (`scores`), so a trainer can compute "cheese each player will still
 collect" from any position as final score minus current score.
@@ -35,7 +36,7 @@ from envs._src.pyrat.maze import DOWN, DX, DY, LEFT, RIGHT, STAY, UP, Maze, load
 from envs.core import Array, Env, PRNGKey, State, require_unbatched
 
 __all__ = ["PyRat", "PyRatState", "Maze", "load_maze", "UP", "RIGHT", "DOWN", "LEFT", "STAY",
-           "NUM_PLANES", "PLAYER_PLANES", "VIEW_CHANNELS", "ACTION_SWAP"]
+           "NUM_PLANES", "PLAYER_PLANES", "VIEW_CHANNELS", "ACTION_SWAP", "ACTION_NAMES"]
 
 NUM_PLANES = 17
 # the one-hot planes that locate player 1 ("me") and player 2 in an observation; a network can
@@ -45,6 +46,8 @@ PLAYER_PLANES = (9, 10)
 # UP<->DOWN and RIGHT<->LEFT, "me"<->opponent), and its actions map back by ACTION_SWAP
 VIEW_CHANNELS = (2, 3, 0, 1, 6, 7, 4, 5, 8, 10, 9, 12, 11, 14, 13, 15, 16)
 ACTION_SWAP = (2, 3, 0, 1, 4)
+# the action texts of `action_to_string` (absolute directions: UP is y + 1 for both players)
+ACTION_NAMES = ("up", "right", "down", "left", "stay")
 
 
 @struct.dataclass
@@ -66,6 +69,12 @@ class PyRatState(State):
     scores: Array = struct.field(default=None)
     initial_cheese: Array = struct.field(default=None)
 
+    def _svg(self) -> str:
+        require_unbatched(self, "pyrat: render_svg")
+        from envs._src.pyrat.render import render_svg
+
+        return render_svg(self)
+
 
 def _zobrist(shape: tuple[int, ...], seed: int) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, 2**32, size=shape + (2,), dtype=np.uint64
@@ -84,14 +93,23 @@ class PyRat(Env):
     # what `greedy_actions` plays, in the words an evaluation report shows
     greedy_description = "PyRat's shortest-path player: each rat steps toward the nearest cheese"
 
+    # simultaneous: each player's 5 actions are always legal
+    max_legal_actions = 5
+
     def __init__(self, width: Optional[int] = None, height: Optional[int] = None,
-                 cheese_count: Optional[int] = None, max_turns: int = 300,
+                 cheese_count: Optional[int] = None, max_episode_steps: Optional[int] = None,
                  wall_density: float = 0.7, mud_density: float = 0.1, mud_range: int = 3,
-                 open_maze: bool = False, maze: Union[None, str, dict, Maze] = None) -> None:
-        if isinstance(max_turns, bool) or not isinstance(max_turns, (int, np.integer)) or \
-                max_turns < 1:
-            raise ValueError(f"pyrat: max_turns must be a positive integer, got {max_turns!r}")
-        self.max_turns = int(max_turns)
+                 open_maze: bool = False, maze: Union[None, str, dict, Maze] = None,
+                 max_turns: Optional[int] = None) -> None:
+        # `max_turns` is the former name of `max_episode_steps` (kept for configs and callers)
+        if max_turns is not None and max_episode_steps is not None:
+            raise ValueError("pyrat: give max_episode_steps or its old name max_turns, not both")
+        cap = max_episode_steps if max_turns is None else max_turns
+        cap = 300 if cap is None else cap
+        if isinstance(cap, bool) or not isinstance(cap, (int, np.integer)) or cap < 1:
+            raise ValueError(f"pyrat: max_episode_steps (max_turns) must be a positive integer, "
+                             f"got {cap!r}")
+        self.max_episode_steps = int(cap)
         self.fixed_maze: Optional[Maze] = None
         if maze is not None:
             m = load_maze(maze)
@@ -136,7 +154,7 @@ class PyRat(Env):
         self._z_cheese = _zobrist((n,), 1)
         self._z_pos = _zobrist((2, n), 2)
         self._z_mud = _zobrist((2, max_mud + 1), 3)
-        self._z_turn = _zobrist((self.max_turns + 2,), 4)
+        self._z_turn = _zobrist((self.max_episode_steps + 2,), 4)
         # scores and the end flag decide what follows (a score above half the cheese ends the
         # game), so they are part of the key; scores are multiples of 0.5, indexed by 2 * score
         self._z_score = _zobrist((2, 2 * self.cheese_count + 1), 5)
@@ -184,11 +202,12 @@ class PyRat(Env):
         reward = jnp.where(on, jnp.where(shared, 0.5, 1.0), 0.0).astype(jnp.float32)
         cheese = state.cheese.at[ny, nx].set(state.cheese[ny, nx] & ~on)
         scores = state.scores + reward
-        over = (jnp.any(scores > state.initial_cheese / 2) | ~jnp.any(cheese)
-                | (state.step_count >= self.max_turns))
+        over = jnp.any(scores > state.initial_cheese / 2) | ~jnp.any(cheese)
+        cut = ~over & (state.step_count >= self.max_episode_steps)
         return state.replace(positions=jnp.stack([nx, ny], axis=1).astype(jnp.int32),
                              mud_turns=mud.astype(jnp.int32), cheese=cheese, scores=scores,
-                             rewards=reward, terminated=state.terminated | over)
+                             rewards=reward, terminated=state.terminated | over,
+                             truncated=state.truncated | cut)
 
     def _observe(self, state: PyRatState, player_id: Array) -> Array:
         """float32[H, W, 16] planes (docs/pyrat.md). Player 1's view is the board as is; player
@@ -213,7 +232,7 @@ class PyRat(Env):
                 cheese.astype(jnp.float32)[..., None],
                 jnp.stack([me, op, me * mud[0], op * mud[1], full * scores[0] / ic,
                            full * scores[1] / ic,
-                           full * state.step_count / self.max_turns, near], axis=-1),
+                           full * state.step_count / self.max_episode_steps, near], axis=-1),
             ], axis=-1)
 
         p1 = planes(state.maze, state.cheese, state.positions, state.mud_turns, state.scores, near)
@@ -246,7 +265,7 @@ class PyRat(Env):
 
     def state_key(self, state: PyRatState) -> Array:
         """uint32[2]: a 64-bit Zobrist key of (positions, remaining cheese, mud, turn, scores,
-        terminated). The spec's key stops at the turn; the scores and the end flag are added
+        end of the game). The spec's key stops at the turn; the scores and the end flag are added
         because they decide the end of the game, so two states that differ only there have
         different futures (one may be finished, the other not)."""
         w = self.width
@@ -258,10 +277,11 @@ class PyRat(Env):
             jnp.asarray(self._z_pos)[jnp.arange(2), cells],
             jnp.asarray(self._z_mud)[jnp.arange(2), jnp.clip(state.mud_turns, 0,
                                                              self._z_mud.shape[1] - 1)],
-            jnp.asarray(self._z_turn)[jnp.clip(state.step_count, 0, self.max_turns + 1)][None],
+            jnp.asarray(self._z_turn)[jnp.clip(state.step_count, 0, self.max_episode_steps + 1)][None],
             jnp.asarray(self._z_score)[jnp.arange(2), jnp.clip(
                 jnp.round(2 * state.scores).astype(jnp.int32), 0, self._z_score.shape[1] - 1)],
-            jnp.where(state.terminated, jnp.asarray(self._z_end), jnp.uint32(0))[None],
+            jnp.where(state.terminated | state.truncated, jnp.asarray(self._z_end),
+                      jnp.uint32(0))[None],
         ], axis=0)
         return jax.lax.reduce(parts, jnp.uint32(0), jax.lax.bitwise_xor, (0,))
 
@@ -269,7 +289,8 @@ class PyRat(Env):
         """The part of a state that changes during a game (what a search node stores)."""
         return dict(cheese=state.cheese, positions=state.positions, mud_turns=state.mud_turns,
                     scores=state.scores, step_count=state.step_count,
-                    terminated=state.terminated, rewards=state.rewards)
+                    terminated=state.terminated, truncated=state.truncated,
+                    rewards=state.rewards)
 
     def search_restore(self, root: PyRatState, emb: dict[str, Array]) -> PyRatState:
         """A full state from the root's static part (maze) and a node's embedding."""
@@ -280,7 +301,8 @@ class PyRat(Env):
         """Exact equality of the transposition key's fields (guards against hash collisions)."""
         return (jnp.all(a["positions"] == b["positions"]) & jnp.all(a["mud_turns"] == b["mud_turns"])
                 & (a["step_count"] == b["step_count"]) & jnp.all(a["cheese"] == b["cheese"])
-                & jnp.all(a["scores"] == b["scores"]) & (a["terminated"] == b["terminated"]))
+                & jnp.all(a["scores"] == b["scores"]) & (a["terminated"] == b["terminated"])
+                & (a["truncated"] == b["truncated"]))
 
     # --------------------------------------------------------------- baselines
     def distance_to_cheese(self, state: PyRatState) -> Array:
@@ -315,12 +337,33 @@ class PyRat(Env):
         return jnp.where(ok, best, STAY).astype(jnp.int32)
 
     # ------------------------------------------------------------------ display
-    def render(self, state: PyRatState) -> str:
+    @property
+    def max_turns(self) -> int:
+        """The former name of `max_episode_steps`."""
+        return self.max_episode_steps
+
+    def render_text(self, state: PyRatState) -> str:
         """A text picture of an unbatched state (top row first); see docs/pyrat.md."""
-        require_unbatched(state, "pyrat: render")
+        require_unbatched(state, "pyrat: render_text")
         from envs._src.pyrat.render import render_text
 
         return render_text(state)
+
+    def render(self, state: PyRatState) -> str:
+        """Deprecated alias of `render_text` (the protocol's name)."""
+        require_unbatched(state, "pyrat: render")
+        return self.render_text(state)
+
+    def _player_action_to_string(self, state, player: int, action: int) -> str:
+        if not 0 <= action < self.num_actions:
+            raise ValueError(f"pyrat: action {action} out of range [0, {self.num_actions})")
+        return ACTION_NAMES[action]
+
+    def _player_string_to_action(self, state, player: int, text: str) -> int:
+        t = text.strip().lower()
+        if t not in ACTION_NAMES:
+            raise ValueError(f"pyrat: {text!r} is not an action; one of {', '.join(ACTION_NAMES)}")
+        return ACTION_NAMES.index(t)
 
     def to_maze(self, state: PyRatState) -> Maze:
         """The maze, cheese and positions of an unbatched state as a `Maze` (for saving)."""
@@ -332,4 +375,4 @@ class PyRat(Env):
 
     def __repr__(self) -> str:
         return (f"PyRat({self.width}x{self.height}, cheese={self.cheese_count}, "
-                f"max_turns={self.max_turns}{', fixed maze' if self.fixed_maze else ''})")
+                f"max_episode_steps={self.max_episode_steps}{', fixed maze' if self.fixed_maze else ''})")

@@ -159,11 +159,17 @@ def test_shared_cheese_and_end_rules():
     env, s = fixed(maze)
     s1 = play(env, s, [RIGHT, STAY], [RIGHT, STAY])
     assert float(s1.scores[0]) == 2.0 and bool(s1.terminated) and bool(s1.cheese[0, 3])
-    # the turn limit
-    env, s = fixed(maze, max_turns=3)
-    s1 = play(env, s, [STAY, STAY], [STAY, STAY])
-    assert not bool(s1.terminated)
-    assert bool(play(env, s1, [STAY, STAY]).terminated)
+    # the turn limit cuts the game: truncated (the protocol's meaning), not terminated
+    for env, s in (fixed(maze, max_turns=3), fixed(maze, max_episode_steps=3)):
+        assert env.max_episode_steps == env.max_turns == 3
+        s1 = play(env, s, [STAY, STAY], [STAY, STAY])
+        assert not bool(s1.terminated) and not bool(s1.truncated)
+        s2 = play(env, s1, [STAY, STAY])
+        assert bool(s2.truncated) and not bool(s2.terminated)
+        assert np.asarray(s2.legal_action_mask).all()
+        # the cap absorbs like an end: no reward after it
+        s3 = play(env, s2, [RIGHT, LEFT])
+        assert bool(s3.truncated) and not np.asarray(s3.rewards).any()
 
 
 def test_random_play_agrees_with_plain_python_rules():
@@ -189,7 +195,12 @@ def test_random_play_agrees_with_plain_python_rules():
             np.testing.assert_array_equal(s.scores, game.scores)
             ys, xs = np.nonzero(np.asarray(s.cheese))
             assert set(zip(xs.tolist(), ys.tolist())) == game.cheese
-            assert bool(s.terminated) == game.is_over()
+            assert bool(s.terminated | s.truncated) == game.is_over()
+            # truncated only when the reference ended by the turn cap alone
+            assert not bool(s.terminated & s.truncated)
+            if bool(s.truncated):
+                assert game.turn >= env.max_episode_steps and game.cheese
+                assert max(game.scores) <= game.initial / 2
 
 
 def test_state_key_transpositions():

@@ -74,3 +74,54 @@ def draw(ax: Any, state: Any, title: str = "") -> None:
     sc = np.asarray(state.scores)
     ax.set_title(title or f"turn {int(np.asarray(state.step_count))}: {sc[0]:g} - {sc[1]:g}",
                  fontsize=9)
+
+
+def render_svg(state: Any, cell: int = 28) -> str:
+    """An SVG of an unbatched state, drawn as `draw` does (top row first): walls black, mud
+    brown with its weight, cheese gold, player 1 blue, player 2 red, turn and scores below."""
+    cost = np.asarray(state.maze)
+    cheese = np.asarray(state.cheese)
+    pos = np.asarray(state.positions)
+    h, w = cheese.shape
+    pad = cell // 2
+    width, height = w * cell + 2 * pad, h * cell + 2 * pad + 18
+
+    def xy(x: float, y: float) -> tuple[float, float]:  # cell centre, y up -> SVG y down
+        return pad + (x + 0.5) * cell, pad + (h - 1 - y + 0.5) * cell
+
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'font-family="sans-serif">', f'<rect width="{width}" height="{height}" fill="white"/>',
+           f'<rect x="{pad}" y="{pad}" width="{w * cell}" height="{h * cell}" fill="none" '
+           f'stroke="black" stroke-width="3"/>']
+    for y in range(h):
+        for x in range(w):
+            cx, cy = xy(x, y)
+            for d, inside in ((0, y + 1 < h), (1, x + 1 < w)):  # the passage up / right
+                if not inside:
+                    continue
+                c = int(cost[y, x, d])
+                if d == 0:  # the edge between (x, y) and (x, y + 1)
+                    line = (cx - cell / 2, cy - cell / 2, cx + cell / 2, cy - cell / 2)
+                    mid = (cx, cy - cell / 2)
+                else:
+                    line = (cx + cell / 2, cy - cell / 2, cx + cell / 2, cy + cell / 2)
+                    mid = (cx + cell / 2, cy)
+                if c == 0:
+                    out.append(f'<line x1="{line[0]:.1f}" y1="{line[1]:.1f}" x2="{line[2]:.1f}" '
+                               f'y2="{line[3]:.1f}" stroke="black" stroke-width="3"/>')
+                elif c > 1:
+                    out.append(f'<text x="{mid[0]:.1f}" y="{mid[1] + 4:.1f}" font-size="10" '
+                               f'fill="saddlebrown" text-anchor="middle">{c}</text>')
+            if cheese[y, x]:
+                out.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="{cell * 0.22:.1f}" '
+                           f'fill="gold" stroke="orange"/>')
+    for p, colour in ((0, "royalblue"), (1, "crimson")):
+        cx, cy = xy(pos[p, 0] + (p - 0.5) * 0.2, pos[p, 1])
+        s = cell * 0.4
+        out.append(f'<rect x="{cx - s / 2:.1f}" y="{cy - s / 2:.1f}" width="{s:.1f}" '
+                   f'height="{s:.1f}" fill="{colour}"/>')
+    sc = np.asarray(state.scores)
+    out.append(f'<text x="{pad}" y="{height - 6}" font-size="12">turn '
+               f'{int(np.asarray(state.step_count))}: {sc[0]:g} - {sc[1]:g}</text>')
+    out.append("</svg>")
+    return "\n".join(out)
