@@ -27,6 +27,7 @@ from flax import struct
 from envs._src.pacosako import notation as N
 from envs._src.pacosako import repr as RP
 from envs._src.pacosako import rules as R
+from envs._src.pacosako import svg as SVG
 from envs.core import Env, State, require_unbatched
 
 Array = jax.Array
@@ -67,6 +68,9 @@ class PacoSakoState(State):
     rep_len: Array
     termination: Array
     winner: Array
+
+    def _svg(self) -> str:
+        return render_svg(self)
 
 
 _FIELDS = ("board", "color", "required", "hand_piece", "hand_partner", "hand_pos", "ep",
@@ -127,32 +131,64 @@ class PacoSako(Env):
     id = "pacosako"
     num_players = 2
     num_actions = NUM_ACTIONS
+    # `rules.legal_mask` allows one kind of action at a time (lift, place or promote): at most
+    # 16 lifts (16 pieces a side), 64 places or 4 promotions. Checked over random playouts in
+    # tests/test_conformance.py.
+    max_legal_actions = 64
 
     def __init__(self, use_perspective: bool = True, with_must_lift: bool = True,
-                 with_must_promote: bool = True, max_steps: Optional[int] = None,
-                 draw_after_repetitions: int = R.DRAW_AFTER_REPETITIONS):
-        if max_steps is not None and (not isinstance(max_steps, int) or max_steps <= 0):
-            raise ValueError(f"pacosako: max_steps must be a positive int or None, got {max_steps!r}")
+                 with_must_promote: bool = True, max_episode_steps: Optional[int] = None,
+                 draw_after_repetitions: int = R.DRAW_AFTER_REPETITIONS,
+                 max_steps: Optional[int] = None):
+        # `max_steps` is the former name of `max_episode_steps` (kept for configs and callers)
+        if max_steps is not None and max_episode_steps is not None:
+            raise ValueError("pacosako: give max_episode_steps or its old name max_steps, "
+                             "not both")
+        cap = max_episode_steps if max_steps is None else max_steps
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap <= 0):
+            raise ValueError("pacosako: max_episode_steps (max_steps) must be a positive int or "
+                             f"None, got {cap!r}")
         self.use_perspective = bool(use_perspective)
         self.with_must_lift = bool(with_must_lift)
         self.with_must_promote = bool(with_must_promote)
-        self.max_steps = max_steps
+        self.max_episode_steps = cap
         if not isinstance(draw_after_repetitions, int) or draw_after_repetitions < 0:
             raise ValueError("pacosako: draw_after_repetitions must be an int >= 0 (0 = off), "
                              f"got {draw_after_repetitions!r}")
         self.draw_after_repetitions = draw_after_repetitions
         self._start = N.parse(START)
 
+    @property
+    def max_steps(self) -> Optional[int]:
+        """The former name of `max_episode_steps`."""
+        return self.max_episode_steps
+
+    # ------------------------------------------------------------- one API shape
+    def action_to_string(self, state: PacoSakoState, action) -> str:
+        """'lift e2', 'place e4' or 'promote queen' (see the module's `action_to_string`)."""
+        return action_to_string(state, self._scalar_action(action))
+
+    def string_to_action(self, state: PacoSakoState, text: str) -> int:
+        if not isinstance(text, str):
+            raise ValueError(f"pacosako: an action text must be a string, got {text!r}")
+        return action_from_string(state, text)
+
+    def render_text(self, state: PacoSakoState) -> str:
+        return render_text(state)
+
+    def render_svg(self, state: PacoSakoState) -> str:
+        return render_svg(state)
+
     def _flags(self) -> dict:
         return dict(use_perspective=self.use_perspective, with_must_lift=self.with_must_lift,
                     with_must_promote=self.with_must_promote)
 
     def _init(self, key) -> PacoSakoState:
-        return _settle(_fields_from_numpy(self._start), 0, self.max_steps)
+        return _settle(_fields_from_numpy(self._start), 0, self.max_episode_steps)
 
     def _step(self, state: PacoSakoState, action, key) -> PacoSakoState:
         p = R.apply_action(_as_dict(state), action, self.draw_after_repetitions)
-        return _settle(p, state.step_count, self.max_steps, state.observation)
+        return _settle(p, state.step_count, self.max_episode_steps, state.observation)
 
     def _observe(self, state: PacoSakoState, player_id) -> Array:
         # with use_perspective the viewer is at the bottom; the must-lift/promote layers always
@@ -164,7 +200,7 @@ class PacoSako(Env):
         """A state from the text notation (ValueError if malformed)."""
         fields = _fields_from_numpy(N.parse(text))
         if not hasattr(self, "_build"):
-            self._build = jax.jit(lambda f: self._finalize(_settle(f, 0, self.max_steps)))
+            self._build = jax.jit(lambda f: self._finalize(_settle(f, 0, self.max_episode_steps)))
         return self._build(fields)
 
     def from_notations(self, texts) -> PacoSakoState:
@@ -177,22 +213,26 @@ class PacoSako(Env):
         fields = _fields_from_numpy(stacked)
         if not hasattr(self, "_build_batch"):
             self._build_batch = jax.jit(jax.vmap(
-                lambda f: self._finalize(_settle(f, 0, self.max_steps))))
+                lambda f: self._finalize(_settle(f, 0, self.max_episode_steps))))
         return self._build_batch(fields)
 
 
 # ------------------------------------------------------------------------ public helpers
-_DEFAULT = PacoSako()
+@functools.lru_cache(maxsize=1)
+def _default_env() -> PacoSako:
+    """The default-configured env the module helpers use, built on first use (not at import:
+    importing a game builds nothing) and then kept, with its compiled parsers."""
+    return PacoSako()
 
 
 def from_notation(text: str, env: Optional[PacoSako] = None) -> PacoSakoState:
     """Parse the text notation (engine X-FEN, docs/pacosako.md) into a state."""
-    return (env or _DEFAULT).from_notation(text)
+    return (env or _default_env()).from_notation(text)
 
 
 def from_notations(texts, env: Optional[PacoSako] = None) -> PacoSakoState:
     """Parse a list of notations into one batched state (leading axis = position)."""
-    return (env or _DEFAULT).from_notations(list(texts))
+    return (env or _default_env()).from_notations(list(texts))
 
 
 def to_notation(state: PacoSakoState) -> str:
@@ -217,6 +257,15 @@ def render_text(state: PacoSakoState) -> str:
 
 
 _KIND = ("lift", "place", "promote, then lift", "promote, then place", "promote")
+
+
+def render_svg(state: PacoSakoState) -> str:
+    """An SVG picture of one state (White's piece left, Black's right on a square)."""
+    require_unbatched(state, "pacosako: render_svg")
+    status = f"{'White' if int(state.color) == 0 else 'Black'} to act " \
+             f"({_KIND[int(state.required)]}); {REASONS[int(state.termination)]}"
+    return SVG.board_svg(state.board, int(state.color), int(state.hand_piece),
+                         int(state.hand_partner), int(state.hand_pos), status)
 
 
 def action_to_string(state: PacoSakoState, action: int) -> str:
@@ -310,7 +359,8 @@ def expand_index_representation(indices, *, use_perspective: bool = True,
                      x.ndim - 1)(x)
 
 
-@functools.lru_cache(maxsize=None)
+# bounded: 3 kinds x 8 option sets x the batch ranks in use
+@functools.lru_cache(maxsize=64)
 def _compiled(kind: str, flags: tuple, extra: int):
     """jit(vmap^extra(one-item function)) per representation kind, options and batch rank."""
     one = {"tensor": RP.tensor_one, "index": RP.index_one, "expand": RP.expand_one}[kind]

@@ -10,6 +10,8 @@ The rules follow the public engine kreibaum/pacosako (`lib/src/lib.rs`, `castlin
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import jax
 from jax import custom_batching
@@ -230,7 +232,7 @@ def _table_insert(table, probe, insert, value):
 
     def round_(c):
         table, pending, lost = c
-        empty = table[probe] == 0
+        empty = table[probe] == EMPTY_ENTRY
         has = jnp.any(empty, axis=1)
         lost = lost | jnp.any(pending & ~has)
         pending = pending & has
@@ -247,11 +249,49 @@ def _table_insert(table, probe, insert, value):
     return table, lost
 
 
+NO_SQUARE = -1  # an empty en passant / hand / promotion square field
+HAND_ON_START = MAX_UNIONS  # chain slot: the lifted piece still stands on its start square
+EMPTY_ENTRY = 0  # table entries hold queue index + 1; 0 is a free slot
+
+
+class ChainState(NamedTuple):
+    """One state of the threat search: the chain so far, seen from `color`."""
+
+    unions: jax.Array  # int32[MAX_UNIONS]: `color`'s piece in each union slot (0 = none)
+    hand: jax.Array  # int32: the lifted piece
+    slot: jax.Array  # int32: the union it was placed on, HAND_ON_START before any placement
+    start: jax.Array  # int32: the square the chain started from
+    ep_used: jax.Array  # bool: the chain went through the en passant capture
+
+
+class ChainQueue(NamedTuple):
+    """The breadth-first queue: `ChainState` rows (unions stored as int8) and their keys."""
+
+    unions: jax.Array  # int8[capacity, MAX_UNIONS]
+    hand: jax.Array  # int32[capacity]
+    slot: jax.Array  # int32[capacity]
+    start: jax.Array  # int32[capacity]
+    ep_used: jax.Array  # bool[capacity]
+    key: jax.Array  # uint32[capacity, 3] (`_state_key`)
+
+
+class ThreatCarry(NamedTuple):
+    """The `threat_search` loop carry."""
+
+    head: jax.Array  # int32: next queue row to expand
+    tail: jax.Array  # int32: rows written so far (<= capacity)
+    queue: ChainQueue
+    table: jax.Array  # int32[table_size]: queue index + 1 per key slot, EMPTY_ENTRY if free
+    threatened: jax.Array  # bool[64]
+    overflow: jax.Array  # bool: a state found no room (queue or table)
+    current: ChainState  # row `head`, read at the end of the previous iteration
+
+
 def threat_search(board, color, ep, capacity=THREAT_CAPACITY, active=True):
     """(bool[64] threatened squares, int32 chain states searched, bool overflow).
 
-    The squares `color` threatens on `board` (en passant square `ep` or -1), counting every
-    chain, as the engine's castling check (`determine_all_threats`) computes them. With
+    The squares `color` threatens on `board` (en passant square `ep` or NO_SQUARE), counting
+    every chain, as the engine's castling check (`determine_all_threats`) computes them. With
     `active` False nothing is searched (all False), which lets a vmapped caller pad a batch.
     """
     if not isinstance(capacity, int) or capacity < MAX_UNIONS:
@@ -263,11 +303,12 @@ def threat_search(board, color, ep, capacity=THREAT_CAPACITY, active=True):
     slot_sq = jnp.nonzero(union, size=MAX_UNIONS, fill_value=OFF)[0]
     slot_ok = slot_sq < OFF
     last_rank = jnp.where(color == 0, 7, 0)
+    has_ep = ep != NO_SQUARE
     # en passant: a pawn placed on `ep` first moves the advanced pawn (or pair) at ep_src back
     # onto ep; when that was a union, its `color` piece is picked up (a chain)
-    ep_src = jnp.where(ep >= 0, ep - 8 * forward(color), OFF)
+    ep_src = jnp.where(has_ep, ep - 8 * forward(color), OFF)
     ep_slot = jnp.argmax(slot_sq == ep_src)
-    ep_chain = (ep >= 0) & jnp.any(slot_sq == ep_src)
+    ep_chain = has_ep & jnp.any(slot_sq == ep_src)
     u0 = _gather(mine, slot_sq)
     starts = (mine > 0) & (theirs == 0) & (mine != KING)
     start_sq = jnp.nonzero(starts, size=MAX_UNIONS, fill_value=OFF)[0]
@@ -275,32 +316,34 @@ def threat_search(board, color, ep, capacity=THREAT_CAPACITY, active=True):
 
     cap = capacity
     table_size = 1 << (2 * cap - 1).bit_length()  # a power of two, at least twice cap
-    q_u = jnp.zeros((cap, MAX_UNIONS), jnp.int8).at[:MAX_UNIONS].set(u0.astype(jnp.int8))
-    q_hand = jnp.zeros(cap, jnp.int32).at[:MAX_UNIONS].set(_gather(mine, start_sq))
-    q_slot = jnp.full(cap, MAX_UNIONS, jnp.int32)  # MAX_UNIONS: the hand is on its start square
-    q_start = jnp.zeros(cap, jnp.int32).at[:MAX_UNIONS].set(start_sq)
-    q_ep = jnp.zeros(cap, jnp.bool_)
-    q_key = jnp.zeros((cap, 3), jnp.uint32).at[:MAX_UNIONS].set(jax.vmap(_state_key)(
-        jnp.broadcast_to(u0, (MAX_UNIONS, MAX_UNIONS)), _gather(mine, start_sq),
-        jnp.full(MAX_UNIONS, MAX_UNIONS), start_sq, jnp.zeros(MAX_UNIONS, jnp.bool_)))
+    queue = ChainQueue(
+        unions=jnp.zeros((cap, MAX_UNIONS), jnp.int8).at[:MAX_UNIONS].set(u0.astype(jnp.int8)),
+        hand=jnp.zeros(cap, jnp.int32).at[:MAX_UNIONS].set(_gather(mine, start_sq)),
+        slot=jnp.full(cap, HAND_ON_START, jnp.int32),
+        start=jnp.zeros(cap, jnp.int32).at[:MAX_UNIONS].set(start_sq),
+        ep_used=jnp.zeros(cap, jnp.bool_),
+        key=jnp.zeros((cap, 3), jnp.uint32).at[:MAX_UNIONS].set(jax.vmap(_state_key)(
+            jnp.broadcast_to(u0, (MAX_UNIONS, MAX_UNIONS)), _gather(mine, start_sq),
+            jnp.full(MAX_UNIONS, HAND_ON_START), start_sq, jnp.zeros(MAX_UNIONS, jnp.bool_))))
     kinds = jnp.arange(4)
     slots = jnp.arange(MAX_UNIONS)
 
-    def read(q_u, q_hand, q_slot, q_start, q_ep, i):
+    def read(q: ChainQueue, i) -> ChainState:
         i = jnp.minimum(i, cap - 1)
-        return q_u[i].astype(jnp.int32), q_hand[i], q_slot[i], q_start[i], q_ep[i]
+        return ChainState(q.unions[i].astype(jnp.int32), q.hand[i], q.slot[i], q.start[i],
+                          q.ep_used[i])
 
-    def body(c):
-        head, tail, q_u, q_hand, q_slot, q_start, q_ep, q_key, table, threatened, overflow, cur = c
+    def body(c: ThreatCarry) -> ThreatCarry:
         # the state at `head` was read at the end of the previous iteration, after its writes:
         # read here, XLA fused the reads into later ops and copied two whole queue arrays
         # every iteration to keep them (O(capacity) per state)
-        u, hand, slot, s, ep_used = cur
+        u, hand, slot, s, ep_used = c.current
+        q = c.queue
         occ = occ0 & (jnp.arange(64) != s)
         occ = jnp.where(ep_used, occ.at[jnp.clip(ep_src, 0, 63)].set(False).at[
             jnp.clip(ep, 0, 63)].set(True), occ)
         sq = jnp.where(ep_used & (slots == ep_slot), ep, slot_sq)
-        p = jnp.where(slot == MAX_UNIONS, s, _gather(sq, slot))
+        p = jnp.where(slot == HAND_ON_START, s, _gather(sq, slot))
         row = _threat_row(hand, p, occ, color)
         # chain children: on a union, threat and place targets agree (pawn diagonals and the
         # first occupied square of a ray are valid places there)
@@ -324,33 +367,34 @@ def threat_search(board, color, ep, capacity=THREAT_CAPACITY, active=True):
         probe = (_hash(c_key)[:, None] + jnp.arange(TABLE_PROBES, dtype=jnp.uint32)) & (
             jnp.uint32(table_size - 1))
         probe = probe.astype(jnp.int32)
-        entry = table[probe]  # [child, probe]: queue index + 1, 0 = empty
-        seen = jnp.any((entry > 0) & jnp.all(
-            q_key[jnp.maximum(entry - 1, 0)] == c_key[:, None, :], axis=-1), axis=1)
+        entry = c.table[probe]  # [child, probe]: queue index + 1, EMPTY_ENTRY = free
+        seen = jnp.any((entry != EMPTY_ENTRY) & jnp.all(
+            q.key[jnp.maximum(entry - 1, 0)] == c_key[:, None, :], axis=-1), axis=1)
         new = c_ok & ~seen
-        pos = tail + jnp.cumsum(new) - 1
+        pos = c.tail + jnp.cumsum(new) - 1
         fits = new & (pos < cap)
         at = jnp.where(fits, pos, cap)  # out of range: dropped
-        table, lost = _table_insert(table, probe, fits, pos + 1)
-        overflow = overflow | jnp.any(new & (pos >= cap)) | lost
-        q_u = q_u.at[at].set(c_u.astype(jnp.int8), mode="drop")
-        q_hand = q_hand.at[at].set(c_hand, mode="drop")
-        q_slot = q_slot.at[at].set(c_slot, mode="drop")
-        q_start = q_start.at[at].set(c_start, mode="drop")
-        q_ep = q_ep.at[at].set(c_ep, mode="drop")
-        q_key = q_key.at[at].set(c_key, mode="drop")
-        tail = jnp.minimum(tail + jnp.sum(new), cap)
-        cur = read(q_u, q_hand, q_slot, q_start, q_ep, head + 1)
-        return (head + 1, tail, q_u, q_hand, q_slot, q_start, q_ep, q_key, table,
-                threatened | row, overflow, cur)
+        table, lost = _table_insert(c.table, probe, fits, pos + 1)
+        overflow = c.overflow | jnp.any(new & (pos >= cap)) | lost
+        q = ChainQueue(
+            unions=q.unions.at[at].set(c_u.astype(jnp.int8), mode="drop"),
+            hand=q.hand.at[at].set(c_hand, mode="drop"),
+            slot=q.slot.at[at].set(c_slot, mode="drop"),
+            start=q.start.at[at].set(c_start, mode="drop"),
+            ep_used=q.ep_used.at[at].set(c_ep, mode="drop"),
+            key=q.key.at[at].set(c_key, mode="drop"))
+        tail = jnp.minimum(c.tail + jnp.sum(new), cap)
+        return ThreatCarry(head=c.head + 1, tail=tail, queue=q, table=table,
+                           threatened=c.threatened | row, overflow=overflow,
+                           current=read(q, c.head + 1))
 
     # the start states need no table entries: no chain returns to a start square
-    table = jnp.zeros(table_size, jnp.int32)
-    init = (jnp.int32(0), n0.astype(jnp.int32), q_u, q_hand, q_slot, q_start, q_ep, q_key,
-            table, jnp.zeros(64, jnp.bool_), jnp.bool_(False),
-            read(q_u, q_hand, q_slot, q_start, q_ep, 0))
-    out = jax.lax.while_loop(lambda c: c[0] < c[1], body, init)
-    return out[9], out[1], out[10]
+    init = ThreatCarry(head=jnp.int32(0), tail=n0.astype(jnp.int32), queue=queue,
+                       table=jnp.full(table_size, EMPTY_ENTRY, jnp.int32),
+                       threatened=jnp.zeros(64, jnp.bool_), overflow=jnp.bool_(False),
+                       current=read(queue, 0))
+    out = jax.lax.while_loop(lambda c: c.head < c.tail, body, init)
+    return out.threatened, out.tail, out.overflow
 
 
 # Under vmap the search runs only for the games that need it, THREAT_CHUNK at a time: a
