@@ -61,6 +61,9 @@ class ChessState(State):
     repetition: Array
     termination: Array
 
+    def _svg(self) -> str:  # the picture Jupyter shows (`State._repr_html_`)
+        return render_svg(self)
+
 
 # ----------------------------------------------------------------- shared core
 def _position(board, color, castling, ep_raw, halfmove, fullmove, hist_board, hist_rep,
@@ -142,10 +145,16 @@ class Chess(Env):
     num_players = 2
     num_actions = NUM_ACTIONS
 
-    def __init__(self, max_plies: int = 512):
-        if int(max_plies) < 1:
-            raise ValueError(f"chess: max_plies must be >= 1, got {max_plies}")
-        self.max_plies = int(max_plies)
+    # the most legal moves of any chess position: 218 (Petrovic's 1964 composition, FEN in
+    # tests/test_conformance.py, checked there against python-chess)
+    max_legal_actions = 218
+
+    def __init__(self, max_episode_steps: int = 512, *, max_plies: Optional[int] = None):
+        # `max_plies` is the former name of `max_episode_steps` (kept for configs and callers)
+        cap = max_episode_steps if max_plies is None else max_plies
+        if isinstance(cap, bool) or int(cap) < 1:
+            raise ValueError(f"chess: max_episode_steps (max_plies) must be >= 1, got {cap}")
+        self.max_plies = int(cap)
         self._start = _parse_fen(START_FEN)
         self._step_jit = None
 
@@ -179,6 +188,26 @@ class Chess(Env):
 
     def _observe(self, state: ChessState, player_id) -> Array:
         return _observe_state(state, player_id)
+
+    @property
+    def max_episode_steps(self) -> int:
+        """The ply cap (the protocol's name; `max_plies` is the same number)."""
+        return self.max_plies
+
+    # ------------------------------------------------------------ one API shape
+    def action_to_string(self, state: ChessState, action) -> str:
+        """The UCI text of `action` (`decode_action`)."""
+        return decode_action(state, self._scalar_action(action))
+
+    def string_to_action(self, state: ChessState, text: str) -> int:
+        """The action of a UCI move (`encode_move` without the legality check)."""
+        return encode_move(state, text, legal_only=False)
+
+    def render_text(self, state: ChessState) -> str:
+        return render_text(state)
+
+    def render_svg(self, state: ChessState) -> str:
+        return render_svg(state)
 
     # ------------------------------------------------------------ Python boundary
     def step_uci(self, state: ChessState, uci: str) -> ChessState:
