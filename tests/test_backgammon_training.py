@@ -113,7 +113,7 @@ def test_short_training_run_lowers_value_and_policy_loss(short_run):
     entropy = float(-np.sum(np.where(w > 0, w * np.log(np.where(w > 0, w, 1.0)), 0.0), -1).mean())
 
     def losses(ts):
-        _, (m, _) = trainer.loss_fn(ts.params, ts, batch, 0.0)
+        _, (m, _) = trainer.algorithm.loss_fn(ts.params, ts, batch, 0.0)
         return float(m["value_loss"]), float(m["policy_loss"]) - entropy
 
     v0, kl0 = losses(initial)
@@ -133,7 +133,9 @@ def test_gnubg_opponent_plays_legal_complete_moves(short_run):
         ENV.check_action(s, a)  # raises if gnubg's move were not legal here
         s = ENV.step(s, a, jax.random.PRNGKey(9))
     trainer, _ = short_run
-    result = play_against_gnubg(trainer, num_games=2, max_steps=40)
+    result = play_against_gnubg(trainer.env, trainer.agent_policy,
+                                trainer.variables(trainer.state.train_state),
+                                jax.random.PRNGKey(3), num_games=2, max_steps=40)
     assert set(result) >= {"win_rate", "mean_return", "finished", "unfinished", "wins", "losses"}
     # 40 checker moves rarely finish a game: counts must add up, and a rate exists only when a
     # game finished

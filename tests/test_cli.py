@@ -13,6 +13,7 @@ from turbozero.presets import get_preset
 from turbozero.search.mcgs import MCGSConfig
 from turbozero.search.mctx_policies import SearchConfig
 from turbozero.training.checkpoints import MARKER
+from turbozero.training.algorithms import evaluation_search
 from turbozero.training.run_config import (
     config_from_json,
     config_to_json,
@@ -33,11 +34,11 @@ def _err_line(capsys) -> str:
 def test_set_parses_each_field_type():
     base = get_preset("backgammon", "tiny")
     new = parse_overrides(base, [
-        "num_envs=8", "learning_rate=3e-3", "search.num_simulations=16",
+        "num_envs=8", "optimizer.learning_rate=3e-3", "search.num_simulations=16",
         "search.algorithm=gumbel", "search.max_depth=none", "eval_opponents=greedy",
         'network={"extra": 1}', "env_config.max_plies=50",
     ])
-    assert new["num_envs"] == 8 and new["learning_rate"] == 3e-3
+    assert new["num_envs"] == 8 and new["optimizer"].learning_rate == 3e-3
     assert new["search"] == SearchConfig(num_simulations=16, algorithm="gumbel", max_depth=None)
     # a single name is a one-element tuple, not the letters of the name
     assert new["eval_opponents"] == ("greedy",)
@@ -62,7 +63,8 @@ def test_set_parses_each_field_type():
 @pytest.mark.parametrize("pair, message", [
     ("num_envs=abc", "--set num_envs: expected an int, got 'abc'"),
     ("num_envs=1.5", "--set num_envs: expected an int, got '1.5'"),
-    ("learning_rate=fast", "--set learning_rate: expected a float, got 'fast'"),
+    ("optimizer.learning_rate=fast",
+     "--set optimizer.learning_rate: expected a float, got 'fast'"),
     ("search.num_simulations=x", "--set search.num_simulations: expected an int, got 'x'"),
     ("search.algorithm=alphabeta",
      "--set search.algorithm: expected one of 'muzero', 'gumbel', got 'alphabeta'"),
@@ -89,8 +91,9 @@ def test_set_error_on_the_command_line_is_one_line(capsys):
 def test_changed_search_carries_a_derived_evaluation_search():
     base = get_preset(GAME, "tiny")
     cfg = with_overrides(base, parse_overrides(base, ["search.num_simulations=5"]))
-    assert cfg.eval_search == SearchConfig(num_simulations=5, dirichlet_fraction=0.0,
-                                           temperature=0.0)
+    assert cfg.eval_search is None  # derived when the algorithm is built
+    assert evaluation_search(cfg.search) == SearchConfig(num_simulations=5, dirichlet_fraction=0.0,
+                                                         temperature=0.0)
     # a preset's own evaluation search stays
     small = get_preset("pyrat", "small")
     cfg = with_overrides(small, parse_overrides(small, ["search.num_simulations=8"]))

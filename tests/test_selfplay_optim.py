@@ -1,5 +1,7 @@
 """Self-play acting schedule (alphazero-chess.md §6.6) and the optimizer (§8.4, §8.5)."""
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -8,6 +10,14 @@ import pytest
 
 import envs
 from turbozero.networks import ResNet, WDLValue
+from turbozero.training.trainer import (
+    SGD,
+    ClipByGlobalNorm,
+    ConstantRate,
+    MaskedWeightDecay,
+    Optimizer,
+    WarmupCosine,
+)
 from turbozero.presets import get_preset
 from turbozero.training import collector as collector_lib
 from turbozero.training import replay
@@ -63,7 +73,7 @@ def test_collector_acts_by_the_schedule_and_keeps_the_visit_targets():
     def fake_search(variables, states, key):
         p = jnp.where(states.legal_action_mask, target, 0.0)
         p = p / p.sum(-1, keepdims=True)
-        return jnp.zeros(p.shape[0], jnp.int32), p
+        return p
 
     n = 64
     col = collector_lib.init_collector(env, jax.random.PRNGKey(0), n)
@@ -113,9 +123,36 @@ def test_weight_decay_mask_matching_nothing_is_an_error(resnet_params):
     with pytest.raises(ValueError, match="weight_decay_params"):
         from turbozero.training import Trainer
 
-        Trainer(get_preset("pgx/tic_tac_toe", "tiny", weight_decay_params=("nope",)))
+        Trainer(get_preset("pgx/tic_tac_toe", "tiny", optimizer=Optimizer(
+            weight_decay=MaskedWeightDecay(1e-4, ("nope",)))))
     with pytest.raises(ValueError, match="weight_decay"):
-        get_preset("pgx/tic_tac_toe", "tiny", weight_decay=-1.0)
+        MaskedWeightDecay(-1.0)
+
+
+def test_optimizer_parts_compose_and_can_be_replaced(resnet_params):
+    """The chain is the config's parts in order; replacing one changes only that part."""
+    grads = jax.tree_util.tree_map(lambda p: jnp.full_like(p, 10.0), resnet_params)
+
+    def first_update(opt):
+        tx = opt.build(100)
+        updates, _ = tx.update(grads, tx.init(resnet_params), resnet_params)
+        return updates
+
+    plain_sgd = Optimizer(learning_rate=0.5, schedule=ConstantRate(), clipping=None,
+                          weight_decay=None, update=SGD(momentum=0.0, nesterov=False))
+    # SGD without clipping or decay: update = -lr * grad
+    for u in jax.tree_util.tree_leaves(first_update(plain_sgd)):
+        np.testing.assert_allclose(np.asarray(u), -5.0, rtol=1e-6)
+    # clipping to global norm 1 shrinks the same update to norm lr * 1
+    clipped = dataclasses.replace(plain_sgd, clipping=ClipByGlobalNorm(1.0))
+    assert float(optax.global_norm(first_update(clipped))) == pytest.approx(0.5, rel=1e-5)
+    # warm-up: the first step of a linear warm-up has learning rate 0
+    warm = dataclasses.replace(plain_sgd, schedule=WarmupCosine(warmup_steps=10))
+    assert float(optax.global_norm(first_update(warm))) == 0.0
+    with pytest.raises(ValueError, match="learning_rate"):
+        Optimizer(learning_rate=0.0)
+    with pytest.raises(ValueError, match="optimizer"):
+        get_preset("pgx/tic_tac_toe", "tiny", optimizer=optax.adam(1e-3))
 
 
 def _toy_state(params):

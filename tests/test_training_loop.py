@@ -94,10 +94,14 @@ def test_presets_derive_a_deterministic_evaluation_search():
     from turbozero.search.mcgs import MCGSConfig
     from turbozero.search.mctx_policies import SearchConfig
 
+    from turbozero.training.algorithms import evaluation_search
+
     cfg = get_preset(GAME, "tiny", search=SearchConfig(num_simulations=5))
-    assert cfg.eval_search == SearchConfig(num_simulations=5, dirichlet_fraction=0.0, temperature=0.0)
+    assert cfg.eval_search is None
+    assert evaluation_search(cfg.search) == SearchConfig(num_simulations=5, dirichlet_fraction=0.0,
+                                                         temperature=0.0)
     cfg = get_preset("pyrat", "tiny", search=MCGSConfig(num_simulations=6, c_puct=0.5))
-    assert cfg.eval_search == MCGSConfig(num_simulations=6, c_puct=0.5, temperature=0.0)
+    assert evaluation_search(cfg.search) == MCGSConfig(num_simulations=6, c_puct=0.5, temperature=0.0)
     given = MCGSConfig(num_simulations=7, temperature=0.0)
     assert get_preset("pyrat", "tiny", eval_search=given).eval_search == given
 

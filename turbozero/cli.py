@@ -28,11 +28,13 @@ def check_opponents(game: str, opponents: Sequence[str]) -> None:
     from turbozero.games import game_spec
 
     referees = {r.name: r for r in game_spec(game).referees}
+    registered = {o.name for o in game_spec(game).opponents}
     for opp in opponents:
-        if opp in ("random", "greedy"):
+        if opp in ("random", "greedy") or (opp in registered and opp not in referees):
             continue
         if opp not in referees:
-            raise ValueError(f"the {opp} opponent does not play {game}")
+            raise ValueError(f"the {opp} opponent does not play {game}; choose from random, "
+                             f"greedy{''.join(', ' + n for n in sorted(registered - {'greedy'}))}")
         try:
             __import__(referees[opp].module)
         except ImportError:
@@ -194,9 +196,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.set_defaults(func=_train)
     e = sub.add_parser("eval", help="play a checkpoint against a baseline")
     e.add_argument("run_dir")
-    e.add_argument("--opponent", default="random", choices=("random", "greedy", "gnubg"),
-                   help="random, greedy, or a referee the game registers (gnubg for "
-                        "backgammon, an optional extra)")
+    e.add_argument("--opponent", default="random",
+                   help="random, greedy, or an opponent the game registers (gnubg for "
+                        "backgammon, an optional extra); checked against the run's game")
     e.add_argument("--games", type=int, default=None)
     e.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     e.set_defaults(func=_eval)

@@ -7,9 +7,10 @@ The loop, search and losses are shared; a game only says which value format its 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Callable, Optional
 
 import flax.linen as nn
+import jax
 
 from envs.core import Env
 from turbozero.networks import MLPNet, ResNet, TwoPlayerNet
@@ -22,12 +23,39 @@ from turbozero.networks.value_formats import (
 
 
 @dataclasses.dataclass(frozen=True)
-class Referee:
-    """An outside program a game can be evaluated against, from an optional package."""
+class Opponent:
+    """An evaluation opponent a game registers (beyond random and the algorithm's own greedy).
+
+    Either `policy(env)` builds a jittable policy `(variables, states, key) -> actions`, played
+    by `evaluation.play_match`; or `match(env, agent, variables, key, num_games, max_steps)`
+    plays the whole evaluation itself (an outside program that cannot run under jit) and
+    returns `evaluation.match_summary`. `module` / `install`: the optional package it needs.
+    """
 
     name: str  # the `eval_opponents` / `--opponent` name
-    module: str  # the module it imports
-    install: str  # the command that brings it
+    description: str  # one line: what it is (shown next to its results)
+    policy: Optional[Callable] = None
+    match: Optional[Callable] = None
+    module: Optional[str] = None  # the module it imports, if any
+    install: str = ""  # the command that brings that module
+
+    def __post_init__(self) -> None:
+        if (self.policy is None) == (self.match is None):
+            raise ValueError(f"opponent {self.name!r} needs exactly one of policy or match")
+
+
+def _pyrat_greedy(env: Env) -> Callable:
+    def policy(variables, states, key):
+        del variables, key
+        return jax.vmap(env.greedy_actions)(states)
+
+    return policy
+
+
+def _gnubg_match(env, agent, variables, key, num_games, max_steps):
+    from turbozero.training.gnubg_eval import play_against_gnubg
+
+    return play_against_gnubg(env, agent, variables, key, num_games, max_steps)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,15 +64,24 @@ class GameSpec:
     value_format: ValueFormat  # what the value head outputs (turbozero.networks.value_formats)
     trunk: str  # "mlp" (flat), "resnet" (boards, channels-last), "two_player" (simultaneous)
     notes: str = ""
-    referees: tuple = ()  # Referee opponents beyond random and greedy
+    opponents: tuple = ()  # Opponent objects beyond random and the algorithm's greedy
+
+    @property
+    def referees(self) -> tuple:
+        """The registered opponents that need an optional package."""
+        return tuple(o for o in self.opponents if o.module is not None)
 
 
 GAMES: dict[str, GameSpec] = {
     "backgammon": GameSpec("backgammon", FourWayValue(), "mlp", "4-way conditional value head (equity)",
-                           (Referee("gnubg", "gnubg", 'pip install -e ".[backgammon]"'),)),
+                           (Opponent("gnubg", "gnubg = GNU Backgammon at 0-ply (its neural net, "
+                                     "no lookahead)", match=_gnubg_match, module="gnubg",
+                                     install='pip install -e ".[backgammon]"'),)),
     "chess": GameSpec("chess", WDLValue(), "resnet", "WDL value head, alphazero-chess.md §3.4"),
     "pacosako": GameSpec("pacosako", WDLValue(), "resnet", "WDL value head"),
-    "pyrat": GameSpec("pyrat", SeatValues(2), "two_player", "two policies, the cheese each will collect"),
+    "pyrat": GameSpec("pyrat", SeatValues(2), "two_player", "two policies, the cheese each will collect",
+                      (Opponent("greedy", "greedy = shortest path to the nearest cheese "
+                                "(envs.pyrat.greedy_actions)", policy=_pyrat_greedy),)),
     "pgx/tic_tac_toe": GameSpec("pgx/tic_tac_toe", WDLValue(), "mlp", "small test game"),
     "pgx/connect_four": GameSpec("pgx/connect_four", WDLValue(), "mlp", "small test game"),
 }

@@ -10,6 +10,7 @@ from turbozero.search.mcgs import MCGSConfig
 from turbozero.search.mctx_policies import SearchConfig
 from turbozero.training.acting import TemperatureSchedule
 from turbozero.training.loop import TrainConfig
+from turbozero.training.trainer import Optimizer
 
 # Self-play acting schedules (alphazero-chess.md §6.6: tau = 1 for the first 30 moves, then
 # argmax). Backgammon counts checker moves (about 3 per turn) and gets its variety from the
@@ -20,7 +21,7 @@ _BACKGAMMON = TemperatureSchedule(temperature=1.0, moves=20)
 _PYRAT_TINY = dict(
     env_config=(("width", 7), ("height", 7), ("cheese_count", 10), ("max_turns", 60)),
     num_envs=32, collect_steps=30, train_steps=64, batch_size=128, replay_capacity=120,
-    num_iterations=20, eval_every=10, eval_games=32, learning_rate=3e-3,
+    num_iterations=20, eval_every=10, eval_games=32, optimizer=Optimizer(learning_rate=3e-3),
     network={"num_filters": 16, "num_layers": 2, "hidden": 64},
     # acting at temperature 0.5 on the visits for the whole game (targets stay the plain visit
     # shares): self-play games then collect their cheese instead of wandering
@@ -35,7 +36,7 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "backgammon": {
         "tiny": dict(
             num_envs=32, collect_steps=32, train_steps=16, batch_size=128, replay_capacity=256,
-            num_iterations=24, eval_every=24, eval_games=32, learning_rate=3e-3,
+            num_iterations=24, eval_every=24, eval_games=32, optimizer=Optimizer(learning_rate=3e-3),
             network={"hidden_sizes": (64, 64)}, search=SearchConfig(num_simulations=8),
             max_eval_steps=1200, eval_opponents=("random", "greedy"), temperature_schedule=_BACKGAMMON,
         ),
@@ -43,20 +44,20 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         # against gnubg 0-ply too (needs the backgammon extra)
         "medium": dict(
             num_envs=64, collect_steps=32, train_steps=32, batch_size=256, replay_capacity=256,
-            num_iterations=100, eval_every=20, eval_games=64, learning_rate=3e-3,
+            num_iterations=100, eval_every=20, eval_games=64, optimizer=Optimizer(learning_rate=3e-3),
             network={"hidden_sizes": (128, 128)}, search=SearchConfig(num_simulations=16),
             max_eval_steps=2000, eval_opponents=("random", "greedy", "gnubg"),
             temperature_schedule=_BACKGAMMON,
         ),
         "small": dict(
             num_envs=256, collect_steps=64, train_steps=64, batch_size=512, replay_capacity=1024,
-            num_iterations=500, eval_every=25, eval_games=256, learning_rate=1e-3,
+            num_iterations=500, eval_every=25, eval_games=256, optimizer=Optimizer(learning_rate=1e-3),
             network={"hidden_sizes": (256, 256, 256)}, search=SearchConfig(num_simulations=64),
             max_eval_steps=2000, eval_opponents=("random", "greedy"), temperature_schedule=_BACKGAMMON,
         ),
         "large": dict(
             num_envs=1024, collect_steps=64, train_steps=128, batch_size=2048, replay_capacity=2048,
-            num_iterations=5000, eval_every=100, eval_games=1024, learning_rate=1e-3,
+            num_iterations=5000, eval_every=100, eval_games=1024, optimizer=Optimizer(learning_rate=1e-3),
             network={"hidden_sizes": (512, 512, 512, 512)}, search=SearchConfig(num_simulations=200),
             max_eval_steps=2000, eval_opponents=("random", "greedy"), temperature_schedule=_BACKGAMMON,
         ),
@@ -64,7 +65,7 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "pgx/tic_tac_toe": {
         "tiny": dict(
             num_envs=16, collect_steps=9, train_steps=8, batch_size=64, replay_capacity=36,
-            num_iterations=20, eval_every=10, eval_games=16, learning_rate=3e-3,
+            num_iterations=20, eval_every=10, eval_games=16, optimizer=Optimizer(learning_rate=3e-3),
             network={"hidden_sizes": (32, 32)}, search=SearchConfig(num_simulations=16),
             max_eval_steps=9, eval_opponents=("random",),
             temperature_schedule=TemperatureSchedule(temperature=1.0, moves=4),
@@ -73,7 +74,7 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "chess": {
         "tiny": dict(
             num_envs=16, collect_steps=16, train_steps=8, batch_size=64, replay_capacity=64,
-            num_iterations=10, eval_every=5, eval_games=16, learning_rate=1e-3,
+            num_iterations=10, eval_every=5, eval_games=16, optimizer=Optimizer(learning_rate=1e-3),
             network={"num_filters": 16, "num_blocks": 1, "value_hidden": 32},
             search=SearchConfig(num_simulations=8),
             max_eval_steps=200, eval_opponents=("random",),
@@ -81,7 +82,7 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         ),
         "large": dict(
             num_envs=512, collect_steps=64, train_steps=256, batch_size=256, replay_capacity=1024,
-            num_iterations=10000, eval_every=100, eval_games=256, learning_rate=1e-3,
+            num_iterations=10000, eval_every=100, eval_games=256, optimizer=Optimizer(learning_rate=1e-3),
             network={"num_filters": 192, "num_blocks": 15, "value_hidden": 256},
             search=SearchConfig(num_simulations=800),
             max_eval_steps=512, eval_opponents=("random", "greedy"),
@@ -96,7 +97,7 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
                                              exploration_floor=0.0)),
         "large": dict(
             num_envs=512, collect_steps=100, train_steps=128, batch_size=1024, replay_capacity=600,
-            num_iterations=2000, eval_every=50, eval_games=256, learning_rate=1e-3,
+            num_iterations=2000, eval_every=50, eval_games=256, optimizer=Optimizer(learning_rate=1e-3),
             network={"num_filters": 64, "num_layers": 6, "hidden": 256},
             search=MCGSConfig(num_simulations=256),
             temperature_schedule=TemperatureSchedule(temperature=0.5, moves=None),
@@ -106,7 +107,7 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "pacosako": {
         "tiny": dict(
             num_envs=16, collect_steps=16, train_steps=8, batch_size=64, replay_capacity=64,
-            num_iterations=10, eval_every=5, eval_games=16, learning_rate=1e-3,
+            num_iterations=10, eval_every=5, eval_games=16, optimizer=Optimizer(learning_rate=1e-3),
             network={"num_filters": 16, "num_blocks": 1, "value_hidden": 32},
             search=SearchConfig(num_simulations=8),
             max_eval_steps=300, eval_opponents=("random",),
@@ -146,16 +147,4 @@ def get_preset(game: str, preset: str, **overrides: Any) -> TrainConfig:
     if unknown:
         raise ValueError(f"unknown config fields: {sorted(unknown)}")
     cfg.update(overrides)
-    if "eval_search" not in cfg:
-        cfg["eval_search"] = evaluation_search(cfg["search"])
     return TrainConfig(**cfg)
-
-
-def evaluation_search(search: Any) -> Any:
-    """The self-play search config made deterministic for evaluation: temperature 0 and, for
-    mctx searches, no Dirichlet noise at the root."""
-    if isinstance(search, SearchConfig):
-        return dataclasses.replace(search, dirichlet_fraction=0.0, temperature=0.0)
-    if isinstance(search, MCGSConfig):
-        return dataclasses.replace(search, temperature=0.0)
-    raise ValueError(f"search must be a SearchConfig or an MCGSConfig, got {type(search).__name__}")

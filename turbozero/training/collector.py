@@ -12,8 +12,9 @@ from envs.core import Env, State
 from turbozero.training import replay
 from turbozero.training.acting import TemperatureSchedule
 
-# search_fn(variables, states[B], key) -> (actions [B] or [B, P], policy targets [B, ...])
-SearchFn = Callable[[Any, State, jax.Array], tuple[jax.Array, jax.Array]]
+# policy_fn(variables, states[B], key) -> policy targets [B, A] (or [B, P, A] per player):
+# `Algorithm.self_play_policy`
+PolicyTargetFn = Callable[[Any, State, jax.Array], jax.Array]
 
 
 @struct.dataclass
@@ -41,7 +42,7 @@ def init_collector(env: Env, key: jax.Array, num_envs: int) -> CollectorState:
 
 def collect(
     env: Env,
-    search_fn: SearchFn,
+    policy_fn: PolicyTargetFn,
     variables: Any,
     collector: CollectorState,
     buffer: replay.ReplayBuffer,
@@ -60,7 +61,7 @@ def collect(
         col, buf, stats = carry
         k_search, k_act, k_step, k_reset = jax.random.split(step_key, 4)
         s = col.env_state
-        _, policy = search_fn(variables, s, k_search)
+        policy = policy_fn(variables, s, k_search)
         actions = schedule.act(k_act, policy, s.step_count)
         buf = replay.add(
             buf,

@@ -7,7 +7,7 @@ from one jitted batched search per step, gnubg's complete move is found once per
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import jax
 import numpy as np
@@ -16,29 +16,29 @@ from turbozero.training.evaluation import match_counts, match_summary
 
 
 def play_against_gnubg(
-    trainer: Any,
-    key: Optional[jax.Array] = None,
-    num_games: Optional[int] = None,
-    max_steps: Optional[int] = None,
+    env: Any,
+    agent: Callable,
+    variables: Any,
+    key: jax.Array,
+    num_games: int,
+    max_steps: int,
     plies: int = 0,
 ) -> dict[str, Optional[float]]:
-    """The trainer's agent (its `eval_search`) against gnubg; seats alternate over games.
+    """`agent(variables, states, key) -> actions` against gnubg; seats alternate over games.
 
-    Returns `evaluation.match_summary`: counts of wins, draws, losses and unfinished games,
-    rates over the finished games only (None when none finished).
+    Backgammon registers this as its `gnubg` opponent (`turbozero.games`). Returns
+    `evaluation.match_summary`: counts of wins, draws, losses and unfinished games, rates over
+    the finished games only (None when none finished).
     """
-    if trainer.config.game != "backgammon":
-        raise ValueError("gnubg can only play backgammon")
+    if env.id != "backgammon":
+        raise ValueError(f"gnubg can only play backgammon, not {env.id}")
     try:
         from envs._src.backgammon.gnubg_bridge import best_move_actions
     except ImportError as err:  # pragma: no cover - depends on the install
-        raise ValueError("the gnubg opponent needs the `gnubg` package (test extra)") from err
-    env = trainer.env
-    n = num_games or trainer.config.eval_games
-    max_steps = max_steps or trainer.config.max_eval_steps
-    key = jax.random.PRNGKey(trainer.config.seed + 2) if key is None else key
-    variables = trainer.variables(trainer.state.train_state)
-    agent = jax.jit(trainer.agent_policy)
+        raise ValueError("the gnubg opponent needs the `gnubg` package: "
+                         'pip install -e ".[backgammon]"') from err
+    n = num_games
+    agent = jax.jit(agent)
     step = jax.jit(jax.vmap(env.step))
     k_init, key = jax.random.split(key)
     states = jax.jit(jax.vmap(env.init))(jax.random.split(k_init, n))

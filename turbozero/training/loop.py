@@ -1,14 +1,15 @@
 """The training loop: self-play -> replay -> optax updates -> evaluation -> checkpoints.
 
-One `Trainer` serves every turn-based game: the game only chooses its value head and trunk
-(`turbozero.games`). Each iteration is two jitted calls (collect, train) over a `LoopState`
-pytree whose game batch and replay are sharded over a `jax.sharding.Mesh` of all devices.
+One `Trainer` serves every game: the game chooses its value format, trunk and extra opponents
+(`turbozero.games`), the search config's type chooses the algorithm
+(`turbozero.training.algorithms`), and the loop itself names neither. Each iteration is two
+jitted calls (collect, train) over a `LoopState` pytree whose game batch and replay are sharded
+over a `jax.sharding.Mesh` of all devices.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import time
 import warnings
 from typing import Any, Callable, Optional
@@ -20,27 +21,24 @@ from flax import struct
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 import envs
-from turbozero.games import build_network, game_spec
-from turbozero.search.mctx_policies import (
-    NetworkEvaluator,
-    SearchConfig,
-    greedy_actions,
-    random_actions,
-    search,
-)
+from turbozero.games import Opponent, build_network, game_spec
+from turbozero.search.mctx_policies import SearchConfig, random_actions
 from turbozero.training import collector as collector_lib
 from turbozero.training import replay, report
 from turbozero.training.acting import TemperatureSchedule
+from turbozero.training.algorithms import Algorithm, build_algorithm
 from turbozero.training.checkpoints import RunDirectory
-from turbozero.training.run_config import config_to_json
-from turbozero.search.mcgs import MCGSConfig, mcgs_search, network_eval_fn
 from turbozero.training.evaluation import match_summary, play_match
-from turbozero.training.loss_fns import az_loss_fn, simultaneous_loss_fn
 from turbozero.training.metrics import MetricsWriter
-from turbozero.training.trainer import check_decay_mask, make_optimizer, train
+from turbozero.training.run_config import config_to_json
+from turbozero.training.trainer import Optimizer, train
 from turbozero.training.types import TrainState
 
-BASELINES = ("random", "greedy")
+# the opponent every game has; "greedy" comes from the algorithm (its own network at 1 ply) or,
+# where a game registers one, from the game (turbozero.games)
+RANDOM = Opponent("random", report.GENERIC_OPPONENTS["random"],
+                  policy=lambda env: lambda variables, states, key: random_actions(states, key))
+GENERIC_OPPONENTS = ("random", "greedy")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,13 +50,9 @@ class TrainConfig:
     train_steps: int = 8  # gradient steps per iteration
     batch_size: int = 64
     replay_capacity: int = 64  # positions kept per game
-    learning_rate: float = 1e-3
-    warmup_steps: int = 0
-    # L2 on the kernels of convolution and dense layers only (docs/training.md): the
-    # optimizer adds weight_decay * w to their gradients, PyTorch Adam(weight_decay=...)'s
-    # coupled L2, i.e. the gradient of the loss term weight_decay / 2 * ||w||^2.
-    weight_decay: float = 1e-4
-    weight_decay_params: tuple = ("kernel",)  # parameter leaf names that decay
+    # the optax chain: clipping, masked weight decay, update rule, learning-rate schedule
+    # (trainer.Optimizer; any object with build(total_steps) and check(params))
+    optimizer: Any = Optimizer()
     # self-play acting: tau for the first T moves of each game, then argmax
     temperature_schedule: TemperatureSchedule = TemperatureSchedule()
     num_iterations: int = 10
@@ -68,9 +62,11 @@ class TrainConfig:
     max_eval_steps: int = 500
     checkpoint_every: int = 5  # 0 disables checkpoints
     network: Any = dataclasses.field(default_factory=dict)
-    # SearchConfig (mctx) for turn-based games, MCGSConfig for simultaneous ones
+    # the self-play search; its type picks the algorithm (training/algorithms.py): SearchConfig
+    # (mctx, AlphaZero) for turn-based games, MCGSConfig (GraphSearch) for simultaneous ones
     search: Any = SearchConfig()
-    eval_search: Any = SearchConfig(dirichlet_fraction=0.0, temperature=0.0)
+    # None: the self-play search without root noise, at temperature 0 (derived when built)
+    eval_search: Any = None
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -79,19 +75,20 @@ class TrainConfig:
         for name in positive:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("eval_every", "checkpoint_every", "warmup_steps"):
+        for name in ("eval_every", "checkpoint_every"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
-        if not self.learning_rate > 0:
-            raise ValueError(f"learning_rate must be > 0, got {self.learning_rate}")
-        if not self.weight_decay >= 0:
-            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay}")
         if not isinstance(self.temperature_schedule, TemperatureSchedule):
             raise ValueError("temperature_schedule must be a TemperatureSchedule, got "
                              f"{type(self.temperature_schedule).__name__}")
+        if not hasattr(self.optimizer, "build"):
+            raise ValueError("optimizer must be a trainer.Optimizer (or an object with "
+                             f"build(total_steps)), got {self.optimizer!r}")
+        known = GENERIC_OPPONENTS + tuple(o.name for o in game_spec(self.game).opponents)
         for opp in self.eval_opponents:
-            if opp not in BASELINES and opp != "gnubg":
-                raise ValueError(f"unknown evaluation opponent {opp!r}; use {BASELINES} or 'gnubg'")
+            if opp not in known:
+                raise ValueError(f"unknown evaluation opponent {opp!r} for {self.game}; "
+                                 f"choose from {sorted(set(known))}")
 
 
 @struct.dataclass
@@ -123,12 +120,10 @@ class Trainer:
         self.config = config
         self.spec = game_spec(config.game)
         self.env = envs.make(config.game, **dict(config.env_config))
-        self.simultaneous = self.env.is_simultaneous
-        want = MCGSConfig if self.simultaneous else SearchConfig
-        for name in ("search", "eval_search"):
-            if not isinstance(getattr(config, name), want):
-                raise ValueError(f"{config.game} needs {name} to be a {want.__name__}")
         self.network = build_network(self.spec, self.env, dict(config.network))
+        # the search config's type picks the algorithm; it checks the env can be searched so
+        self.algorithm: Algorithm = build_algorithm(
+            self.env, self.network.apply, self.spec.value_format, config.search, config.eval_search)
         self.mesh = make_mesh() if mesh is None else mesh
         n_dev = self.mesh.devices.size
         for name in ("num_envs", "batch_size", "eval_games"):
@@ -136,16 +131,9 @@ class Trainer:
                 raise ValueError(f"{name}={getattr(config, name)} must be a multiple of the {n_dev} devices")
         self._data = NamedSharding(self.mesh, PartitionSpec("data"))
         self._replicated = NamedSharding(self.mesh, PartitionSpec())
-        apply_eval = functools.partial(self.network.apply, train=False)
-        if self.simultaneous:
-            self.mcgs_eval_fn = network_eval_fn(apply_eval)
-            self.loss_fn = simultaneous_loss_fn
-        else:
-            self.evaluator = NetworkEvaluator(apply_eval, self.spec.value_format)
-            self.loss_fn = functools.partial(az_loss_fn, value_format=self.spec.value_format)
+        self.opponents = self._opponents()
         total = config.num_iterations * config.train_steps
-        self.tx = make_optimizer(config.learning_rate, total, config.warmup_steps,
-                                 config.weight_decay, config.weight_decay_params)
+        self.tx = config.optimizer.build(total)
         self._build_jitted()
         self.state = self.init_state()
         self.run_dir: Optional[RunDirectory] = None
@@ -189,19 +177,17 @@ class Trainer:
         key = jax.random.PRNGKey(cfg.seed)
         k_env, k_net, k_loop = jax.random.split(key, 3)
         col = collector_lib.init_collector(self.env, k_env, cfg.num_envs)
-        obs = col.env_state.observation
+        obs = jax.vmap(self.env.observe)(col.env_state)
         variables = self.network.init(k_net, obs[:1])
-        check_decay_mask(variables["params"], cfg.weight_decay_params, cfg.weight_decay)
+        if hasattr(cfg.optimizer, "check"):
+            cfg.optimizer.check(variables["params"])
         train_state = TrainState.create(
             apply_fn=self.network.apply,
             params=variables["params"],
             tx=self.tx,
             batch_stats=variables.get("batch_stats"),
         )
-        buffer = replay.init_buffer(
-            cfg.num_envs, cfg.replay_capacity, obs[0],
-            col.env_state.legal_action_mask.shape[1:], self.env.num_players,
-        )
+        buffer = self.algorithm.init_replay(cfg.num_envs, cfg.replay_capacity, col.env_state)
         state = LoopState(train_state=train_state, collector=col, buffer=buffer, key=k_loop,
                           iteration=jnp.zeros((), jnp.int32))
         return self._place(state)
@@ -217,17 +203,10 @@ class Trainer:
     def _build_jitted(self) -> None:
         cfg, env = self.config, self.env
 
-        def self_play_search(variables, states, key):
-            if self.simultaneous:
-                out = mcgs_search(self.mcgs_eval_fn, variables, env, states, key, cfg.search)
-                return out.action, out.policy
-            out = search(env, self.evaluator, variables, states, key, cfg.search)
-            return out.action, out.action_weights
-
         def collect_fn(state: LoopState):
             key, k = jax.random.split(state.key)
             col, buf, stats = collector_lib.collect(
-                env, self_play_search, self.variables(state.train_state),
+                env, self.algorithm.self_play_policy, self.variables(state.train_state),
                 state.collector, state.buffer, k, cfg.collect_steps, cfg.temperature_schedule,
             )
             return state.replace(collector=col, buffer=buf, key=key), stats
@@ -237,7 +216,7 @@ class Trainer:
         def train_fn(state: LoopState):
             key, k = jax.random.split(state.key)
             ts, metrics = train(
-                state.train_state, state.buffer, k, loss_fn=self.loss_fn,
+                state.train_state, state.buffer, k, loss_fn=self.algorithm.loss_fn,
                 batch_size=cfg.batch_size, num_steps=cfg.train_steps,
                 shard_batch=shard,
             )
@@ -248,43 +227,54 @@ class Trainer:
         self._evals: dict[str, Callable] = {}
 
     def agent_policy(self, variables, states, key):
-        if self.simultaneous:
-            return mcgs_search(self.mcgs_eval_fn, variables, self.env, states, key,
-                               self.config.eval_search).action
-        return search(self.env, self.evaluator, variables, states, key, self.config.eval_search).action
+        """The trained agent in evaluation: the algorithm's evaluation search."""
+        return self.algorithm.act(variables, states, key)
+
+    def _opponents(self) -> dict[str, Opponent]:
+        """random, then the algorithm's own (1-ply greedy), then the game's registered ones
+        (which take precedence: PyRat's greedy is its shortest-path player)."""
+        out = {"random": RANDOM}
+        for name, policy in self.algorithm.builtin_opponents().items():
+            out[name] = Opponent(name, report.GENERIC_OPPONENTS.get(name, name),
+                                 policy=lambda env, p=policy: p)
+        out.update({o.name: o for o in self.spec.opponents})
+        return out
+
+    def describe_opponent(self, name: str) -> str:
+        """What an evaluation opponent is, in one line (report.describe_opponent's words)."""
+        return report.describe_opponent(name, self.env)
 
     def baseline_policy(self, name: str) -> Callable:
-        """random: uniform legal actions. greedy: 1-ply with this network (turn-based) or the
-        game's own greedy policy (PyRat: shortest path to the nearest cheese)."""
-        if name == "random":
-            return lambda variables, states, key: random_actions(states, key)
-        if name == "greedy" and self.simultaneous:
-            return lambda variables, states, key: jax.vmap(self.env.greedy_actions)(states)
-        if name == "greedy":
-            return lambda variables, states, key: greedy_actions(self.env, self.evaluator, variables, states)
-        raise ValueError(f"unknown baseline {name!r}; choose from {BASELINES}")
+        """The jittable policy of an opponent `(variables, states, key) -> actions`."""
+        if name not in self.opponents or self.opponents[name].policy is None:
+            playable = sorted(n for n, o in self.opponents.items() if o.policy is not None)
+            raise ValueError(f"no jittable policy for opponent {name!r}; choose from {playable}")
+        return self.opponents[name].policy(self.env)
 
     def evaluate(self, opponent: str, key: Optional[jax.Array] = None,
                  variables=None) -> dict[str, Optional[float]]:
-        """The current network (with search) against a baseline; greedy uses the same network.
+        """The current network (with search) against an opponent; greedy uses the same network.
 
         Returns `evaluation.match_summary`: counts of games, finished, unfinished, wins, draws
         and losses, and rates over the finished games (None when none finished)."""
-        if opponent == "gnubg":
-            from turbozero.training.gnubg_eval import play_against_gnubg
-
-            return play_against_gnubg(self, key=key)
+        if opponent not in self.opponents:
+            raise ValueError(f"unknown opponent {opponent!r} for {self.config.game}; choose "
+                             f"from {sorted(self.opponents)}")
+        cfg = self.config
+        variables = self.variables(self.state.train_state) if variables is None else variables
+        key = jax.random.fold_in(jax.random.PRNGKey(cfg.seed + 1), int(self.state.iteration)) if key is None else key
+        opp = self.opponents[opponent]
+        if opp.match is not None:  # an outside program: it plays the whole match itself
+            return opp.match(self.env, self.agent_policy, variables, key, cfg.eval_games,
+                             cfg.max_eval_steps)
         if opponent not in self._evals:
-            cfg = self.config
-            opp = self.baseline_policy(opponent)
+            policy = self.baseline_policy(opponent)
 
             def run(variables, key):
-                return play_match(self.env, self.agent_policy, opp, variables, variables, key,
-                             cfg.eval_games, cfg.max_eval_steps)
+                return play_match(self.env, self.agent_policy, policy, variables, variables, key,
+                                  cfg.eval_games, cfg.max_eval_steps)
 
             self._evals[opponent] = jax.jit(run)
-        variables = self.variables(self.state.train_state) if variables is None else variables
-        key = jax.random.fold_in(jax.random.PRNGKey(self.config.seed + 1), int(self.state.iteration)) if key is None else key
         return match_summary(self._evals[opponent](variables, key))
 
     # ------------------------------------------------------------------ run
@@ -334,7 +324,7 @@ class Trainer:
             if cfg.eval_every and it % cfg.eval_every == 0:
                 if bar is not None and not explained:
                     bar.write("evaluation opponents: " + "; ".join(
-                        report.describe_opponent(opp, self.env) for opp in cfg.eval_opponents))
+                        self.describe_opponent(opp) for opp in cfg.eval_opponents))
                     explained = True
                 for opp in cfg.eval_opponents:
                     if bar is not None:  # evaluation takes a while: say so, or the bar looks stuck

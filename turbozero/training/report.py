@@ -15,19 +15,23 @@ RESULT_KEYS = ("games", "finished", "unfinished", "wins", "draws", "losses", "wi
 NOT_TRAINED = "not trained yet: replay has no finished games"
 
 
+# what the opponents every game has are (a game's registered opponents describe themselves)
+GENERIC_OPPONENTS = {
+    "random": "random = uniform over the legal moves",
+    "greedy": "greedy = the same network at 1 ply, no search (the move whose result it values best)",
+}
+
+
 def describe_opponent(name: str, env: Any) -> str:
-    """What an evaluation opponent is, in one line (the same words on every screen)."""
-    if name == "random":
-        return "random = uniform over the legal moves"
-    if name == "greedy" and env.is_simultaneous:
-        # the simultaneous baseline is the game's own player; the env says what it does
-        how = getattr(env, "greedy_description", "the game's own greedy player")
-        return f"greedy = {how}"
-    if name == "greedy":
-        return "greedy = the same network at 1 ply, no search (the move whose result it values best)"
-    if name == "gnubg":
-        return "gnubg = GNU Backgammon at 0-ply (its neural net, no lookahead)"
-    return name
+    """What an evaluation opponent is, in one line (the same words on every screen): the
+    description the game registers for it (`turbozero.games`), else the generic one."""
+    from turbozero.games import GAMES
+
+    spec = GAMES.get(getattr(env, "id", ""))
+    for opponent in (spec.opponents if spec is not None else ()):
+        if opponent.name == name:
+            return opponent.description
+    return GENERIC_OPPONENTS.get(name, name)
 
 
 def eval_results(record: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -358,16 +358,9 @@ def parse_overrides(config: Any, pairs: Sequence[str]) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------- run dirs
 def with_overrides(config: Any, overrides: dict[str, Any]) -> Any:
-    """`config` with top-level fields replaced. Where its evaluation search is the one derived
-    from its self-play search (as `presets.get_preset` derives it), a new search carries a new
-    derived evaluation search along."""
-    from turbozero.presets import evaluation_search
-
-    overrides = dict(overrides)
-    if ("search" in overrides and "eval_search" not in overrides
-            and config.eval_search == evaluation_search(config.search)):
-        overrides["eval_search"] = evaluation_search(overrides["search"])
-    return dataclasses.replace(config, **overrides)
+    """`config` with top-level fields replaced (an `eval_search` of None stays derived from
+    whatever self-play search the result has)."""
+    return dataclasses.replace(config, **dict(overrides))
 
 
 def load_run_config(run_dir: str) -> Any:

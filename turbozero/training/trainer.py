@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Callable, Sequence
 
 import jax
@@ -39,6 +40,126 @@ def check_decay_mask(params: Any, names: Sequence[str], weight_decay: float) -> 
             "(flax names dense and convolution weights 'kernel')")
 
 
+@dataclasses.dataclass(frozen=True)
+class WarmupCosine:
+    """Linear warm-up from 0 over `warmup_steps`, then cosine decay to `end_fraction` of the
+    peak at the run's last step (no warm-up: start at the peak)."""
+
+    warmup_steps: int = 0
+    end_fraction: float = 0.1
+
+    def __post_init__(self) -> None:
+        if self.warmup_steps < 0:
+            raise ValueError(f"warmup_steps must be >= 0, got {self.warmup_steps}")
+        if not 0.0 <= self.end_fraction <= 1.0:
+            raise ValueError(f"end_fraction must be in [0, 1], got {self.end_fraction}")
+
+    def __call__(self, peak: float, total_steps: int) -> optax.Schedule:
+        return optax.warmup_cosine_decay_schedule(
+            init_value=0.0 if self.warmup_steps else peak,
+            peak_value=peak,
+            warmup_steps=self.warmup_steps,
+            decay_steps=max(total_steps, self.warmup_steps + 1),
+            end_value=peak * self.end_fraction,
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class ConstantRate:
+    """The peak learning rate at every step."""
+
+    def __call__(self, peak: float, total_steps: int) -> optax.Schedule:
+        return optax.constant_schedule(peak)
+
+
+@dataclasses.dataclass(frozen=True)
+class ClipByGlobalNorm:
+    max_norm: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not self.max_norm > 0:
+            raise ValueError(f"max_norm must be > 0, got {self.max_norm}")
+
+    def transform(self) -> optax.GradientTransformation:
+        return optax.clip_by_global_norm(self.max_norm)
+
+
+@dataclasses.dataclass(frozen=True)
+class MaskedWeightDecay:
+    """Adds `weight_decay * w` to the gradient of the parameters whose leaf name is in
+    `params` (flax: "kernel" = dense and convolution weights), before the update rule:
+    PyTorch `Adam(weight_decay=...)`'s coupled L2, i.e. the gradient of a loss term
+    `weight_decay / 2 * ||w||^2` (docs/training.md)."""
+
+    weight_decay: float = 1e-4
+    params: tuple = ("kernel",)
+
+    def __post_init__(self) -> None:
+        if not self.weight_decay >= 0:
+            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay}")
+
+    def transform(self) -> optax.GradientTransformation:
+        names = tuple(self.params)
+        return optax.add_decayed_weights(self.weight_decay, mask=lambda p: decay_mask(p, names))
+
+    def check(self, params: Any) -> None:
+        check_decay_mask(params, self.params, self.weight_decay)
+
+
+@dataclasses.dataclass(frozen=True)
+class Adam:
+    b1: float = 0.9
+    b2: float = 0.999
+    eps: float = 1e-8
+
+    def __call__(self, schedule: optax.Schedule) -> optax.GradientTransformation:
+        return optax.adam(schedule, b1=self.b1, b2=self.b2, eps=self.eps)
+
+
+@dataclasses.dataclass(frozen=True)
+class SGD:
+    momentum: float = 0.9
+    nesterov: bool = True
+
+    def __call__(self, schedule: optax.Schedule) -> optax.GradientTransformation:
+        return optax.sgd(schedule, momentum=self.momentum or None, nesterov=self.nesterov)
+
+
+@dataclasses.dataclass(frozen=True)
+class Optimizer:
+    """The optax chain of a run, as parts a config can replace one by one:
+    `clipping` (or None) -> `weight_decay` (or None) -> `update` rule driven by `schedule`
+    from the peak `learning_rate`. On the command line, `--set optimizer.learning_rate=3e-3`
+    or `--set optimizer.schedule.warmup_steps=100`; in Python any part may be replaced by an
+    object with the same method (`update=SGD()`, `clipping=None`, an optax-building object of
+    your own), and the whole optimizer by any object with `build(total_steps)` and
+    `check(params)` (docs/training.md, "Optimizer")."""
+
+    learning_rate: float = 1e-3
+    schedule: Any = WarmupCosine()
+    clipping: Any = ClipByGlobalNorm(1.0)
+    weight_decay: Any = MaskedWeightDecay()
+    update: Any = Adam()
+
+    def __post_init__(self) -> None:
+        if not self.learning_rate > 0:
+            raise ValueError(f"learning_rate must be > 0, got {self.learning_rate}")
+
+    def build(self, total_steps: int) -> optax.GradientTransformation:
+        parts = []
+        if self.clipping is not None:
+            parts.append(self.clipping.transform())
+        if self.weight_decay is not None:
+            parts.append(self.weight_decay.transform())
+        parts.append(self.update(self.schedule(self.learning_rate, total_steps)))
+        return optax.chain(*parts)
+
+    def check(self, params: Any) -> None:
+        """ValueError if a part cannot apply to `params` (a decay mask matching nothing)."""
+        if self.weight_decay is not None and hasattr(self.weight_decay, "check"):
+            self.weight_decay.check(params)
+
+
 def make_optimizer(
     learning_rate: float,
     total_steps: int,
@@ -46,24 +167,10 @@ def make_optimizer(
     weight_decay: float = 0.0,
     weight_decay_params: Sequence[str] = ("kernel",),
 ) -> optax.GradientTransformation:
-    """Global-norm clipping, masked weight decay, then Adam with a warm-up then cosine decay.
-
-    The decay is added to the clipped gradient before Adam, as PyTorch's
-    `Adam(weight_decay=...)` does (coupled L2, not AdamW).
-    """
-    schedule = optax.warmup_cosine_decay_schedule(
-        init_value=0.0 if warmup_steps else learning_rate,
-        peak_value=learning_rate,
-        warmup_steps=warmup_steps,
-        decay_steps=max(total_steps, warmup_steps + 1),
-        end_value=learning_rate * 0.1,
-    )
-    parts = [optax.clip_by_global_norm(1.0)]
-    if weight_decay > 0:
-        names = tuple(weight_decay_params)
-        parts.append(optax.add_decayed_weights(weight_decay, mask=lambda p: decay_mask(p, names)))
-    parts.append(optax.adam(schedule))
-    return optax.chain(*parts)
+    """`Optimizer(...).build(total_steps)` from plain numbers: global-norm clipping, masked
+    weight decay (when > 0), then Adam with a warm-up then cosine decay."""
+    decay = MaskedWeightDecay(weight_decay, tuple(weight_decay_params)) if weight_decay > 0 else None
+    return Optimizer(learning_rate, WarmupCosine(warmup_steps), weight_decay=decay).build(total_steps)
 
 
 def _all_finite(tree: Any) -> jax.Array:

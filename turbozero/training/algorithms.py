@@ -1,0 +1,190 @@
+"""Algorithms: how the Trainer acts in self-play, what it stores, and what it learns from it.
+
+The Trainer is written against `Algorithm` only; it never asks which game it trains or whether
+the game is simultaneous. An algorithm is chosen by the type of the self-play search config
+(`TrainConfig.search`), through `ALGORITHMS`:
+
+* `AlphaZero`: a tree search over the true dynamics (`turbozero.search.search`: mctx, or any
+  search config it accepts) for turn-based games; policy target = visit distribution, value
+  target = the game's return, loss = policy cross-entropy + the value format's loss.
+* `GraphSearch`: MCGS (`turbozero.search.mcgs`) for simultaneous-move games; one policy target
+  per player and one value per seat.
+* A learned-model algorithm (MuZero, issue 20) is a third implementation: it brings its own
+  replay (trajectory windows instead of positions: `init_replay` / `record`), its own loss
+  (K-step unroll) and a search over its model; nothing in the Trainer changes. docs/training.md,
+  "Algorithms", lists what an implementation must provide.
+
+Every method is pure and jittable once the algorithm is built; the Trainer jits the calls.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import functools
+from typing import Any, Callable, Optional
+
+import jax
+
+from envs.core import Env, State
+from turbozero.networks.value_formats import ValueFormat
+from turbozero.search.mcgs import MCGSConfig, mcgs_search, network_eval_fn
+from turbozero.search.mctx_policies import (
+    NetworkEvaluator,
+    SearchConfig,
+    greedy_actions,
+    search,
+)
+from turbozero.training import replay
+from turbozero.training.loss_fns import az_loss_fn, simultaneous_loss_fn
+
+# policy(variables, states[B], key) -> actions [B] (turn-based) or [B, P] (simultaneous)
+PolicyFn = Callable[[Any, State, jax.Array], jax.Array]
+
+
+def evaluation_search(search_config: Any) -> Any:
+    """The self-play search made deterministic for evaluation: no root noise, temperature 0
+    (whichever of the two settings the config has)."""
+    if not dataclasses.is_dataclass(search_config):
+        raise ValueError(f"a search config must be a dataclass, got {type(search_config).__name__}")
+    names = {f.name for f in dataclasses.fields(search_config)}
+    changes = {k: 0.0 for k in ("dirichlet_fraction", "temperature") if k in names}
+    return dataclasses.replace(search_config, **changes)
+
+
+class Algorithm(abc.ABC):
+    """What the Trainer needs; built from the env, the network's apply and its value format."""
+
+    def __init__(self, env: Env, apply_fn: Callable, value_format: ValueFormat,
+                 search_config: Any, eval_search_config: Optional[Any] = None):
+        self.check_env(env)
+        self.env = env
+        self.apply_fn = apply_fn  # apply(variables, obs, train=False) -> (logits, value_out)
+        self.value_format = value_format
+        self.search_config = search_config
+        self.eval_search_config = (evaluation_search(search_config)
+                                   if eval_search_config is None else eval_search_config)
+
+    # -------------------------------------------------------------- requirements
+    @classmethod
+    @abc.abstractmethod
+    def check_env(cls, env: Env) -> None:
+        """ValueError naming what `env` lacks for this algorithm."""
+
+    # ------------------------------------------------------------------- acting
+    @abc.abstractmethod
+    def self_play_policy(self, variables: Any, states: State, key: jax.Array) -> jax.Array:
+        """Policy targets of a batch of states: float32[B, A] (or [B, P, A] per player). The
+        collector picks the move from them through the temperature schedule."""
+
+    @abc.abstractmethod
+    def act(self, variables: Any, states: State, key: jax.Array) -> jax.Array:
+        """Evaluation actions (the evaluation search, deterministic but for ties)."""
+
+    def builtin_opponents(self) -> dict[str, PolicyFn]:
+        """Opponents this algorithm can build from its own network (e.g. 1-ply greedy);
+        a game's registered opponents of the same name take precedence."""
+        return {}
+
+    # ------------------------------------------------------------------ learning
+    @abc.abstractmethod
+    def loss_fn(self, params, train_state, experience, l2_reg_lambda=0.0):
+        """`(loss, (metrics, updates))`, the signature `trainer.train` differentiates."""
+
+    def init_replay(self, num_envs: int, capacity: int, states: State) -> replay.ReplayBuffer:
+        """Replay of single positions with the return to the end of the game as target (the
+        fields `loss_fn` reads: observation, policy target, legal mask, mover, returns)."""
+        obs = self.env.observe(jax.tree_util.tree_map(lambda x: x[0], states))
+        return replay.init_buffer(num_envs, capacity, obs, states.legal_action_mask.shape[1:],
+                                  self.env.num_players)
+
+
+class AlphaZero(Algorithm):
+    """Tree search over the true dynamics of a turn-based game (mctx or the library's kernel,
+    whichever `turbozero.search.search` runs for the config)."""
+
+    def __init__(self, env, apply_fn, value_format, search_config, eval_search_config=None):
+        super().__init__(env, apply_fn, value_format, search_config, eval_search_config)
+        self.evaluator = NetworkEvaluator(apply_fn, value_format)
+
+    @classmethod
+    def check_env(cls, env: Env) -> None:
+        if env.is_simultaneous:
+            raise ValueError(f"{env.id} is a simultaneous-move game: AlphaZero's tree search "
+                             "needs one mover per state; use an MCGSConfig search (GraphSearch)")
+
+    def self_play_policy(self, variables, states, key):
+        return search(self.env, self.evaluator, variables, states, key,
+                      self.search_config).action_weights
+
+    def act(self, variables, states, key):
+        return search(self.env, self.evaluator, variables, states, key,
+                      self.eval_search_config).action
+
+    def builtin_opponents(self) -> dict[str, PolicyFn]:
+        def greedy(variables, states, key):
+            del key
+            return greedy_actions(self.env, self.evaluator, variables, states)
+
+        return {"greedy": greedy}
+
+    def loss_fn(self, params, train_state, experience, l2_reg_lambda=0.0):
+        return az_loss_fn(params, train_state, experience, l2_reg_lambda,
+                          value_format=self.value_format)
+
+
+class GraphSearch(Algorithm):
+    """Monte-Carlo graph search (decoupled PUCT per player) for simultaneous-move games."""
+
+    def __init__(self, env, apply_fn, value_format, search_config, eval_search_config=None):
+        super().__init__(env, apply_fn, value_format, search_config, eval_search_config)
+        self.eval_fn = network_eval_fn(apply_fn)
+
+    @classmethod
+    def check_env(cls, env: Env) -> None:
+        if not env.is_simultaneous:
+            raise ValueError(f"{env.id} is a turn-based game: graph search (MCGS) is for "
+                             "simultaneous moves; use a SearchConfig search (AlphaZero)")
+
+    def self_play_policy(self, variables, states, key):
+        return mcgs_search(self.eval_fn, variables, self.env, states, key,
+                           self.search_config).policy
+
+    def act(self, variables, states, key):
+        return mcgs_search(self.eval_fn, variables, self.env, states, key,
+                           self.eval_search_config).action
+
+    def loss_fn(self, params, train_state, experience, l2_reg_lambda=0.0):
+        return simultaneous_loss_fn(params, train_state, experience, l2_reg_lambda)
+
+
+# search config type -> the algorithm that trains with it (`register_algorithm` adds more)
+ALGORITHMS: dict[type, type] = {SearchConfig: AlphaZero, MCGSConfig: GraphSearch}
+
+
+def register_algorithm(config_type: type, algorithm: type) -> None:
+    """Train with `algorithm` whenever `TrainConfig.search` is a `config_type`."""
+    if not (isinstance(algorithm, type) and issubclass(algorithm, Algorithm)):
+        raise ValueError(f"algorithm must be an Algorithm subclass, got {algorithm!r}")
+    ALGORITHMS[config_type] = algorithm
+
+
+def algorithm_class(search_config: Any) -> type:
+    """The algorithm registered for the type of `search_config` (ValueError if none)."""
+    for config_type, algorithm in ALGORITHMS.items():
+        if isinstance(search_config, config_type):
+            return algorithm
+    known = ", ".join(t.__name__ for t in ALGORITHMS)
+    raise ValueError(f"no algorithm trains with a {type(search_config).__name__} search; "
+                     f"known search configs: {known}")
+
+
+def build_algorithm(env: Env, apply_fn: Callable, value_format: ValueFormat, search_config: Any,
+                    eval_search_config: Optional[Any] = None) -> Algorithm:
+    """The algorithm for `search_config`, checked against `env` (ValueError if unsuitable)."""
+    cls = algorithm_class(search_config)
+    if eval_search_config is not None and algorithm_class(eval_search_config) is not cls:
+        raise ValueError(f"eval_search is a {type(eval_search_config).__name__} but the "
+                         f"self-play search a {type(search_config).__name__}: use one kind")
+    return cls(env, functools.partial(apply_fn, train=False), value_format, search_config,
+               eval_search_config)
