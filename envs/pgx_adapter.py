@@ -23,9 +23,16 @@ _STOCHASTIC = {"backgammon", "2048", "kuhn_poker", "leduc_holdem", "bridge_biddi
 class PgxAdapterState(State):
     inner: Any  # the pgx State
 
+    def _svg(self) -> str:
+        return self.inner.to_svg()  # pgx's own picture (what its `_repr_html_` shows)
+
 
 class PgxAdapter(Env):
-    """Wraps `pgx.make(pgx_id)` for deterministic, turn-based pgx games."""
+    """Wraps `pgx.make(pgx_id)` for deterministic, turn-based pgx games.
+
+    Actions are written as their index (the Env defaults); pgx games keep their own step caps
+    (`max_episode_steps` None here) and their `truncated` passes through.
+    """
 
     def __init__(self, pgx_id: str):
         if pgx_id in _STOCHASTIC or pgx_id.startswith("minatar"):
@@ -58,4 +65,5 @@ class PgxAdapter(Env):
         return self._wrap(inner, state.step_count)
 
     def _observe(self, state: PgxAdapterState, player_id: jax.Array) -> jax.Array:
-        return state.inner.observation
+        # pgx observes from any player's side (the inner field is the mover's view only)
+        return self._env.observe(state.inner, player_id)
