@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-from envs.core import Env, State
+from envs.core import Env, GraphSearchEnv, State, require_protocol
 
 # name -> "module:class". Modules are imported on first use, so importing `envs` stays cheap.
 _REGISTRY: dict[str, str] = {
@@ -36,4 +36,4 @@ def make(name: str, **config) -> Env:
     return cls(**config)
 
 
-__all__ = ["Env", "State", "available_envs", "make"]
+__all__ = ["Env", "GraphSearchEnv", "State", "available_envs", "make", "require_protocol"]

@@ -22,7 +22,7 @@ from envs._src.backgammon import notation, rules
 GnubgBoard = tuple[tuple[int, ...], tuple[int, ...]]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=1)  # no arguments: one compiled expander, built on first use
 def _expand_fn():
     from envs.backgammon import Backgammon
 
