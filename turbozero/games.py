@@ -13,6 +13,8 @@ import flax.linen as nn
 import jax
 
 from envs.core import Env
+from turbozero.chess_referees import (STOCKFISH_OPPONENT_INSTALL, material_policy,
+                                      stockfish_match)
 from turbozero.networks import MLPNet, ResNet, TwoPlayerNet
 from turbozero.networks.value_formats import (
     FourWayValue,
@@ -77,7 +79,12 @@ GAMES: dict[str, GameSpec] = {
                            (Opponent("gnubg", "gnubg = GNU Backgammon at 0-ply (its neural net, "
                                      "no lookahead)", match=_gnubg_match, module="gnubg",
                                      install='pip install -e ".[backgammon]"'),)),
-    "chess": GameSpec("chess", WDLValue(), "resnet", "WDL value head, alphazero-chess.md §3.4"),
+    "chess": GameSpec("chess", WDLValue(), "resnet", "WDL value head, alphazero-chess.md §3.4",
+                      (Opponent("material", "material = 1-ply material-greedy (P1 N3 B3 R5 Q9, "
+                                "mate first, ties at random)", policy=material_policy),
+                       Opponent("stockfish", "stockfish = Stockfish at skill level 0, depth 1 "
+                                "(its weakest)", match=stockfish_match, module="chess",
+                                install=STOCKFISH_OPPONENT_INSTALL))),
     "pacosako": GameSpec("pacosako", WDLValue(), "resnet", "WDL value head"),
     "pyrat": GameSpec("pyrat", SeatValues(2), "two_player", "two policies, the cheese each will collect",
                       (Opponent("greedy", "greedy = shortest path to the nearest cheese "

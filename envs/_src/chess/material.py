@@ -1,0 +1,95 @@
+"""A 1-ply material-greedy chess player: a baseline stronger than random, weaker than search.
+
+Every legal move is made (`env.transition`, no observation), and the move whose resulting
+position has the best material balance for the mover is played: a move that mates scores
+above any material, a move that ends the game in a draw (stalemate, repetition, 50 moves,
+insufficient material, the ply cap) scores 0, the balance of an even position. Ties between
+equal scores are broken uniformly at random with the key, so the player is not a fixed
+opening book and its games against another random-tie player differ.
+
+Values: pawn 1, knight 3, bishop 3, rook 5, queen 9 (the king is not counted).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+Array = jax.Array
+
+# pawn, knight, bishop, rook, queen, king: the standard values; the king is always on the board
+PIECE_VALUES = np.array([1, 3, 3, 5, 9, 0], np.int32)
+# above any material balance (at most 9 * 9 + 2 * (5 + 3 + 3) = 103 for a side)
+MATE_SCORE = 1000
+# a candidate slot past the last legal move
+NO_MOVE_SCORE = jnp.iinfo(jnp.int32).min
+
+
+class Candidates(NamedTuple):
+    """The legal moves of one position, padded to a static count."""
+
+    actions: Array  # int32[K] legal action indices, padded with the first legal action
+    valid: Array  # bool[K] which slots are real legal moves
+
+
+def material(board: Array) -> Array:
+    """int32[2] material of White and Black on a board uint32[12, 2] (White P..K, Black P..K)."""
+    counts = jax.lax.population_count(board).astype(jnp.int32).sum(-1)  # [12] pieces per type
+    per_side = counts.reshape(2, 6) * jnp.asarray(PIECE_VALUES)[None, :]  # [2, 6]
+    return per_side.sum(-1)
+
+
+def legal_candidates(legal_action_mask: Array, width: int) -> Candidates:
+    """The first `width` legal actions of a mask bool[A] (`width` >= the most legal moves)."""
+    (idx,) = jnp.nonzero(legal_action_mask, size=width, fill_value=-1)
+    valid = idx >= 0
+    # padded slots repeat a legal move so that the lookahead step stays an ordinary move
+    actions = jnp.where(valid, idx, idx[0]).astype(jnp.int32)
+    return Candidates(actions, valid)
+
+
+def move_scores(env, state, candidates: Candidates) -> Array:
+    """int32[K] the mover's score after each candidate move (module docstring)."""
+    mover = state.current_player
+    nxt = jax.vmap(env.transition, in_axes=(None, 0))(state, candidates.actions)
+    balance = jax.vmap(material)(nxt.board)  # [K, 2]
+    mine = jnp.take_along_axis(balance, jnp.broadcast_to(mover, (balance.shape[0], 1)), 1)[:, 0]
+    theirs = balance.sum(-1) - mine
+    over = nxt.terminated | nxt.truncated  # [K]
+    won = nxt.rewards[:, mover] > 0  # [K]
+    score = jnp.where(over, jnp.where(won, MATE_SCORE, 0), mine - theirs)
+    return jnp.where(candidates.valid, score, NO_MOVE_SCORE)
+
+
+def material_greedy_action(env, state, key: Array) -> Array:
+    """int32 the material-greedy move of one unbatched state (any action if it is over)."""
+    cand = legal_candidates(state.legal_action_mask, env.max_legal_actions)
+    score = move_scores(env, state, cand)  # [K]
+    best = score == score.max()
+    # uniform among the best: the argmax of independent uniforms restricted to them
+    pick = jnp.argmax(jnp.where(best, jax.random.uniform(key, best.shape), -1.0))
+    return cand.actions[pick]
+
+
+def material_greedy_actions(env, states, key: Array) -> Array:
+    """int32[B] material-greedy moves for a batch of states, one key split per game."""
+    keys = jax.random.split(key, states.current_player.shape[0])
+    return jax.vmap(lambda s, k: material_greedy_action(env, s, k))(states, keys)
+
+
+def material_policy(env):
+    """The jittable `(variables, states, key) -> actions` of the material-greedy player."""
+
+    def policy(variables, states, key):
+        del variables
+        return material_greedy_actions(env, states, key)
+
+    return policy
+
+
+__all__ = ["MATE_SCORE", "PIECE_VALUES", "Candidates", "legal_candidates", "material",
+           "material_greedy_action", "material_greedy_actions", "material_policy",
+           "move_scores"]

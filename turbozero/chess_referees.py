@@ -1,0 +1,164 @@
+"""Chess evaluation opponents stronger than random: material-greedy (jitted) and Stockfish.
+
+- `material`: the 1-ply material-greedy player (`envs._src.chess.material`), a jittable
+  policy that `evaluation.play_match` plays like any other.
+- `stockfish`: Stockfish through python-chess's UCI engine module at its weakest settings
+  (UCI option "Skill Level" 0, search depth 1). Stockfish is not jittable, so its match is a
+  Python loop over a batch of games, as gnubg's is (`training/gnubg_eval.py`): the agent's
+  moves come from one jitted batched call per step, Stockfish's from the engine per game, and
+  a python-chess board beside each game converts actions to moves and back
+  (`envs._src.chess.pychess`).
+
+Install Stockfish with the Debian package (`apt-get install stockfish`, which puts the binary in
+/usr/games) or any build on the PATH; python-chess with `pip install -e ".[chess]"`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+from typing import Any, Callable, Optional
+
+import jax
+import numpy as np
+
+from envs._src.chess.material import material_policy
+from envs._src.chess.pychess import action_to_move, game_over, move_to_action, \
+    require_python_chess
+
+STOCKFISH_INSTALL = ("apt-get install stockfish (Debian/Ubuntu; the binary goes to "
+                     "/usr/games/stockfish), or put a stockfish binary on the PATH")
+# what the registered "stockfish" opponent needs, in one line (`turbozero.games`)
+STOCKFISH_OPPONENT_INSTALL = 'pip install -e ".[chess]" and ' + STOCKFISH_INSTALL
+# where the Debian package installs it; /usr/games is not on every PATH (e.g. root's)
+DEBIAN_STOCKFISH = "/usr/games/stockfish"
+
+
+def find_stockfish(path: Optional[str] = None) -> str:
+    """The Stockfish binary: `path` if given, else `stockfish` on the PATH, else the Debian
+    package's. ValueError saying how to install it when there is none."""
+    if path is not None:
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            raise ValueError(f"StockfishSettings.path {path!r} is not an executable file")
+        return path
+    found = shutil.which("stockfish")
+    if found is None and os.access(DEBIAN_STOCKFISH, os.X_OK):
+        found = DEBIAN_STOCKFISH
+    if found is None:
+        raise ValueError(f"the stockfish opponent needs a Stockfish binary: {STOCKFISH_INSTALL}")
+    return found
+
+
+@dataclasses.dataclass(frozen=True)
+class StockfishSettings:
+    """How Stockfish plays. The defaults are its weakest: skill level 0 at depth 1."""
+
+    skill_level: int = 0  # UCI "Skill Level", 0 (weakest) .. 20
+    depth: int = 1  # search depth limit per move
+    path: Optional[str] = None  # the binary (default: `find_stockfish`)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.skill_level, bool) or not 0 <= int(self.skill_level) <= 20:
+            raise ValueError(f"StockfishSettings.skill_level must be in 0..20, "
+                             f"got {self.skill_level}")
+        if isinstance(self.depth, bool) or int(self.depth) < 1:
+            raise ValueError(f"StockfishSettings.depth must be >= 1, got {self.depth}")
+
+
+def open_stockfish(settings: StockfishSettings = StockfishSettings()) -> Any:
+    """A started `chess.engine.SimpleEngine` configured by `settings` (call `.quit()`)."""
+    chess = require_python_chess("the stockfish opponent")
+    import chess.engine
+
+    engine = chess.engine.SimpleEngine.popen_uci(find_stockfish(settings.path))
+    try:
+        engine.configure({"Skill Level": int(settings.skill_level)})
+    except Exception:
+        engine.quit()
+        raise
+    return engine
+
+
+def play_against_stockfish(
+    env: Any,
+    agent: Callable,
+    variables: Any,
+    key: jax.Array,
+    num_games: int,
+    max_steps: int,
+    settings: StockfishSettings = StockfishSettings(),
+) -> dict[str, Optional[float]]:
+    """`agent(variables, states, key) -> actions` against Stockfish; the agent is White in even
+    games and Black in odd ones (as `evaluation.play_match`).
+
+    Returns `evaluation.match_summary`: counts of wins, draws, losses and unfinished games,
+    rates over the finished games only. RuntimeError if the env and python-chess ever disagree
+    on a game (a move Stockfish plays is illegal in the env, or one ends a game the other
+    does not), since the result would then mean nothing.
+    """
+    if getattr(env, "id", None) != "chess":
+        raise ValueError(f"stockfish can only play chess, not {getattr(env, 'id', env)!r}")
+    for name, value in (("num_games", num_games), ("max_steps", max_steps)):
+        if isinstance(value, bool) or int(value) < 1:
+            raise ValueError(f"play_against_stockfish: {name} must be >= 1, got {value}")
+    chess = require_python_chess("the stockfish opponent")
+    import chess.engine
+
+    # imported here: turbozero.games registers this module's opponents, and the training
+    # package imports turbozero.games
+    from turbozero.training.evaluation import match_counts, match_summary
+
+    n = int(num_games)
+    limit = chess.engine.Limit(depth=int(settings.depth))
+    agent_jit = jax.jit(agent)
+    step = jax.jit(jax.vmap(env.step))
+    k_init, key = jax.random.split(key)
+    states = jax.jit(jax.vmap(env.init))(jax.random.split(k_init, n))
+    boards = [chess.Board() for _ in range(n)]
+    seat = np.arange(n) % 2
+    ret = np.zeros(n)
+    steps = 0
+    engine = open_stockfish(settings)
+    try:
+        while steps < max_steps:
+            done = np.asarray(states.terminated | states.truncated)
+            if done.all():
+                break
+            player = np.asarray(states.current_player)
+            key, ka, ks = jax.random.split(key, 3)
+            agent_turn = ~done & (player == seat)
+            actions = (np.array(agent_jit(variables, states, ka)) if agent_turn.any()
+                       else np.zeros(n, np.int32))
+            mask = np.asarray(states.legal_action_mask)
+            for g in np.flatnonzero(~done):
+                if agent_turn[g]:
+                    move = action_to_move(boards[g], int(actions[g]))
+                else:
+                    move = engine.play(boards[g], limit).move
+                    actions[g] = move_to_action(boards[g], move)
+                    if not mask[g, actions[g]]:
+                        raise RuntimeError(f"Stockfish's {move.uci()} is legal for python-chess "
+                                           f"but not in the env at {boards[g].fen()}")
+                boards[g].push(move)
+            states = step(states, actions, jax.random.split(ks, n))
+            ret += np.asarray(states.rewards)[np.arange(n), seat]
+            steps += 1
+            ended = np.asarray(states.terminated) & ~done
+            for g in np.flatnonzero(~done):
+                if bool(ended[g]) != game_over(boards[g]):
+                    raise RuntimeError(f"the env and python-chess disagree on whether the game "
+                                       f"is over at {boards[g].fen()}")
+    finally:
+        engine.quit()
+    finished = np.asarray(states.terminated | states.truncated)
+    return match_summary(match_counts(finished, ret, steps))
+
+
+def stockfish_match(env, agent, variables, key, num_games, max_steps):
+    """The `match` of the registered "stockfish" opponent (weakest settings)."""
+    return play_against_stockfish(env, agent, variables, key, num_games, max_steps)
+
+
+__all__ = ["DEBIAN_STOCKFISH", "STOCKFISH_INSTALL", "STOCKFISH_OPPONENT_INSTALL", "StockfishSettings", "find_stockfish",
+           "material_policy", "open_stockfish", "play_against_stockfish", "stockfish_match"]
