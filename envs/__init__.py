@@ -12,6 +12,7 @@ _REGISTRY: dict[str, str] = {
     "chess": "envs.chess:Chess",
     "pyrat": "envs.pyrat:PyRat",
     "pacosako": "envs.pacosako:PacoSako",
+    "gomoku": "envs.gomoku:Gomoku",
 }
 
 
