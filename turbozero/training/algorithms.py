@@ -4,8 +4,8 @@ The Trainer is written against `Algorithm` only; it never asks which game it tra
 the game is simultaneous. An algorithm is chosen by the type of the self-play search config
 (`TrainConfig.search`), through `ALGORITHMS`:
 
-* `AlphaZero`: a tree search over the true dynamics (`turbozero.search.search`: mctx, or any
-  search config it accepts) for turn-based games; policy target = visit distribution, value
+* `AlphaZero`: a tree search over the true dynamics (`turbozero.search.search`: the library's
+  kernel for a `TreeSearchConfig`, mctx for a `SearchConfig`) for turn-based games; policy target = visit distribution, value
   target = the game's return, loss = policy cross-entropy + the value format's loss.
 * `GraphSearch`: MCGS (`turbozero.search.mcgs`) for simultaneous-move games; one policy target
   per player and one value per seat.
@@ -28,6 +28,7 @@ import jax
 
 from envs.core import Env, State
 from turbozero.networks.value_formats import ValueFormat
+from turbozero.search.kernel import TreeSearchConfig
 from turbozero.search.mcgs import MCGSConfig, mcgs_search, network_eval_fn
 from turbozero.search.mctx_policies import (
     NetworkEvaluator,
@@ -43,13 +44,27 @@ PolicyFn = Callable[[Any, State, jax.Array], jax.Array]
 
 
 def evaluation_search(search_config: Any) -> Any:
-    """The self-play search made deterministic for evaluation: no root noise, temperature 0
-    (whichever of the two settings the config has)."""
-    if not dataclasses.is_dataclass(search_config):
+    """The self-play search made deterministic for evaluation: no root noise, temperature 0.
+
+    Generic over config dataclasses: every `dirichlet_fraction` and `temperature` field, in the
+    config or in a config object nested in it (e.g. the kernel's `root=PUCTRoot(...)`), is set
+    to 0; a `temperature_moves` schedule is dropped."""
+    if not dataclasses.is_dataclass(search_config) or isinstance(search_config, type):
         raise ValueError(f"a search config must be a dataclass, got {type(search_config).__name__}")
-    names = {f.name for f in dataclasses.fields(search_config)}
-    changes = {k: 0.0 for k in ("dirichlet_fraction", "temperature") if k in names}
-    return dataclasses.replace(search_config, **changes)
+
+    def deterministic(obj):
+        changes = {}
+        for f in dataclasses.fields(obj):
+            value = getattr(obj, f.name)
+            if f.name in ("dirichlet_fraction", "temperature"):
+                changes[f.name] = 0.0
+            elif f.name == "temperature_moves":
+                changes[f.name] = None
+            elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+                changes[f.name] = deterministic(value)
+        return dataclasses.replace(obj, **changes)
+
+    return deterministic(search_config)
 
 
 class Algorithm(abc.ABC):
@@ -159,7 +174,8 @@ class GraphSearch(Algorithm):
 
 
 # search config type -> the algorithm that trains with it (`register_algorithm` adds more)
-ALGORITHMS: dict[type, type] = {SearchConfig: AlphaZero, MCGSConfig: GraphSearch}
+ALGORITHMS: dict[type, type] = {SearchConfig: AlphaZero, TreeSearchConfig: AlphaZero,
+                                MCGSConfig: GraphSearch}
 
 
 def register_algorithm(config_type: type, algorithm: type) -> None:

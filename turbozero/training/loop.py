@@ -24,7 +24,7 @@ import envs
 from turbozero.games import Opponent, build_network, game_spec
 from turbozero.search.mctx_policies import SearchConfig, random_actions
 from turbozero.training import collector as collector_lib
-from turbozero.training import replay, report
+from turbozero.training import distributed, replay, report
 from turbozero.training.acting import TemperatureSchedule
 from turbozero.training.algorithms import Algorithm, build_algorithm
 from turbozero.training.checkpoints import RunDirectory
@@ -62,8 +62,8 @@ class TrainConfig:
     max_eval_steps: int = 500
     checkpoint_every: int = 5  # 0 disables checkpoints
     network: Any = dataclasses.field(default_factory=dict)
-    # the self-play search; its type picks the algorithm (training/algorithms.py): SearchConfig
-    # (mctx, AlphaZero) for turn-based games, MCGSConfig (GraphSearch) for simultaneous ones
+    # the self-play search; its type picks the algorithm (training/algorithms.py, ALGORITHMS;
+    # docs/training.md, "Algorithms")
     search: Any = SearchConfig()
     # None: the self-play search without root noise, at temperature 0 (derived when built)
     eval_search: Any = None
@@ -275,13 +275,14 @@ class Trainer:
                                   cfg.eval_games, cfg.max_eval_steps)
 
             self._evals[opponent] = jax.jit(run)
-        return match_summary(self._evals[opponent](variables, key))
+        return match_summary(distributed.to_host(self._evals[opponent](variables, key)))
 
     # ------------------------------------------------------------------ run
     def step(self) -> dict[str, Any]:
         """One iteration: collect, then train if the replay has finished games."""
         t0 = time.perf_counter()
         self.state, stats = self._collect(self.state)
+        stats = distributed.to_host(stats)  # with several processes, each holds its shards
         record: dict[str, Any] = {
             "episodes_finished": int(stats.episodes_finished),
             "positions": int(stats.positions),
@@ -289,10 +290,10 @@ class Trainer:
         if int(stats.episodes_finished):
             record["mean_outcome_p0"] = float(stats.outcome_sum[0]) / int(stats.episodes_finished)
         t1 = time.perf_counter()
-        record["replay_samples"] = int(replay.num_samples(self.state.buffer))
+        record["replay_samples"] = int(distributed.to_host(replay.num_samples(self.state.buffer)))
         if record["replay_samples"] > 0:
             self.state, metrics = self._train(self.state)
-            record.update({k: float(v) for k, v in metrics.items()})
+            record.update({k: float(v) for k, v in distributed.to_host(metrics).items()})
         t2 = time.perf_counter()
         self.state = self.state.replace(iteration=self.state.iteration + 1)
         record["iteration"] = int(self.state.iteration)
@@ -333,7 +334,8 @@ class Trainer:
                     record.update({f"eval_{opp}_{k}": v for k, v in res.items()})
                 if bar is not None:
                     bar.set_description(f"train {cfg.game}")
-            if self.metrics is not None and jax.process_index() == 0:
+            # one metrics file however many processes run: the primary writes it
+            if self.metrics is not None and distributed.is_primary():
                 self.metrics.write(record)
             if self.run_dir is not None and cfg.checkpoint_every and (
                 it % cfg.checkpoint_every == 0 or it == target
