@@ -24,6 +24,7 @@ CONFIGS = {
     "chess": {"max_episode_steps": 24},
     "pacosako": {"max_episode_steps": 24},
     "pyrat": {"width": 5, "height": 5, "cheese_count": 5, "max_episode_steps": 12},
+    "gomoku": {"size": 9, "win_length": 4, "view": 5, "max_episode_steps": 24},
     "pgx/tic_tac_toe": {},
 }
 BATCH, STEPS = 4, 32

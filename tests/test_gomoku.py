@@ -285,7 +285,8 @@ def test_two_players_rewards(two_games):
 
 # ------------------------------------------------------------------ the local view
 def test_view_centre_rule_and_action_map():
-    env = envs.make("gomoku", size=9, win_length=4, num_players=3, view=5)
+    # lines of 9 on a 9x9 board, so that random boards below are live games
+    env = envs.make("gomoku", size=9, win_length=9, num_players=3, view=5)
     s = env.init(jax.random.PRNGKey(0))
     np.testing.assert_array_equal(s.view_centre, [4, 4])
     np.testing.assert_array_equal(s.last_move, [NO_CELL, NO_CELL])
@@ -316,8 +317,6 @@ def test_view_centre_rule_and_action_map():
     assert int(step.board[0, 3]) == 1
     np.testing.assert_array_equal(step.view_centre, [0, 3])
     # a random board: the centre is where the rule puts it, and it is always on the board
-    # (lines of 9 so that random boards are live games)
-    env = envs.make("gomoku", size=9, win_length=9, num_players=3, view=5)
     rng = np.random.default_rng(1)
     fallbacks = 0
     for _ in range(30):
