@@ -37,6 +37,21 @@ def test_bad_config_and_input():
                     jax.random.PRNGKey(0), MCGSConfig(num_simulations=2))
 
 
+class _NoKeyPyRat(PyRat):
+    """PyRat without a transposition key: graph search cannot run on it."""
+
+    state_key = None  # not callable: the protocol check reports it
+
+
+def test_env_without_graph_search_methods_is_refused_at_construction():
+    import envs
+
+    with pytest.raises(ValueError, match="effective_outcomes.*GraphSearchEnv"):
+        make_mcgs_fn(uniform_eval_fn, envs.make("chess"))
+    with pytest.raises(ValueError, match="needs state_key from the env"):
+        make_mcgs_fn(uniform_eval_fn, _NoKeyPyRat(maze=GREEDY_MAZE))
+
+
 def test_search_finds_adjacent_cheese_and_temperature_zero():
     env = PyRat(maze=GREEDY_MAZE, max_turns=20)
     cfg = MCGSConfig(num_simulations=48, temperature=0.0)

@@ -6,7 +6,8 @@ an array here. In short, per game (the batch is a vmap over games):
 * a node table of fixed capacity C: the node's state (the env's `search_embedding`), its 64-bit
   key, `evaluated`, `terminal`, frozen `U[2]` and per-player priors over outcomes `prior[2, 5]`,
   `Q[2]`, the outcome indexing (`n_out[2]`, `outcomes[2, 5]`, `a2i[2, 5]`) and the edge arrays
-  `visits[5, 5]`, `edge_r[5, 5, 2]`, `child[5, 5]` (-1 = unexpanded), padded from `[n1, n2]`;
+  `visits[5, 5]`, `edge_r[5, 5, 2]`, `child[5, 5]` (NO_NODE = unexpanded), padded from
+  `[n1, n2]`;
 * a transposition table of T = 2^k >= 2C slots (open addressing, linear probing) holding node
   indices; a hit is confirmed on the exact key fields (PyRat: positions, cheese, mud, turn, scores,
   end flag), never on the hash alone.
@@ -16,8 +17,9 @@ FPU offset; exploration scaled by sqrt(max(N, exploration_floor)): the spec's sq
 a first selection that follows the priors at 1; an unexpanded edge is expanded by stepping the
 env and looking the child up; the descent goes on through an already-evaluated child, i.e. a
 transposition) ending at a new leaf, a terminal node or (option) a short-circuit; then ONE
-batched call of the evaluator on the leaves of all games; then the backup: along the path from the deepest node up, `visits[o1, o2] += 1` and
-Q recomputed idempotently from the node's edges.
+batched call of the evaluator on the leaves of all games; then the backup: along the path
+from the deepest node up, `visits[o1, o2] += 1` and Q recomputed idempotently from the node's
+edges.
 
 A full node table is never silently overwritten: a playout that needs a new node when the table
 is full is dropped (no visit is counted) and `stats["dropped_playouts"]` counts it.
@@ -27,17 +29,18 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Callable, Literal, Optional
+from typing import Any, Callable, Literal, NamedTuple, Optional
 
 import chex
 import jax
 import jax.numpy as jnp
 from flax import struct
 
-from envs.core import Env, State
+from envs.core import Env, GraphSearchEnv, State, require_protocol
 
 EvalFn = Callable[[Any, Any], tuple[jax.Array, jax.Array, jax.Array, jax.Array]]
 A = 5  # actions per player; outcome arrays are padded to this size
+NO_NODE = -1  # node index sentinel: an unexpanded edge, an empty table slot, no leaf
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,8 +128,8 @@ class Graph:
     a2i: jax.Array  # int32[C, 2, A] action -> outcome
     visits: jax.Array  # int32[C, A, A] edge visits [o1, o2]
     edge_r: jax.Array  # float32[C, A, A, 2] rewards of the transition
-    child: jax.Array  # int32[C, A, A] child node, -1 if unexpanded
-    slots: jax.Array  # int32[T] transposition table: node index or -1
+    child: jax.Array  # int32[C, A, A] child node, NO_NODE if unexpanded
+    slots: jax.Array  # int32[T] transposition table: node index or NO_NODE
     num_nodes: jax.Array  # int32
     tt_hits: jax.Array  # int32 expansions that linked an existing node
     playouts_with_hit: jax.Array  # int32 playouts that reached a transposition
@@ -177,8 +180,8 @@ def _init_graph(env: Env, root: State, cfg: MCGSConfig) -> Graph:
         Q=jnp.zeros((c, 2), jnp.float32), prior=jnp.zeros((c, 2, A), jnp.float32),
         n_out=jnp.ones((c, 2), jnp.int32), outcomes=jnp.full((c, 2, A), A - 1, jnp.int32),
         a2i=jnp.zeros((c, 2, A), jnp.int32), visits=jnp.zeros((c, A, A), jnp.int32),
-        edge_r=jnp.zeros((c, A, A, 2), jnp.float32), child=jnp.full((c, A, A), -1, jnp.int32),
-        slots=jnp.full(t, -1, jnp.int32), num_nodes=jnp.int32(1), tt_hits=jnp.int32(0),
+        edge_r=jnp.zeros((c, A, A, 2), jnp.float32), child=jnp.full((c, A, A), NO_NODE, jnp.int32),
+        slots=jnp.full(t, NO_NODE, jnp.int32), num_nodes=jnp.int32(1), tt_hits=jnp.int32(0),
         playouts_with_hit=jnp.int32(0), evaluations=jnp.int32(0),
         dropped_playouts=jnp.int32(0), short_circuits=jnp.int32(0))
     g = _write_node(g, jnp.int32(0), info, jnp.array(True))
@@ -187,7 +190,7 @@ def _init_graph(env: Env, root: State, cfg: MCGSConfig) -> Graph:
 
 
 def _lookup(env: Env, g: Graph, key: jax.Array, emb: Any) -> tuple[jax.Array, jax.Array]:
-    """(node index or -1, the slot where it is or would go)."""
+    """(node index or NO_NODE, the slot where it is or would go)."""
     mask = g.slots.shape[0] - 1
 
     def differs(slot):
@@ -238,22 +241,38 @@ def _recompute_q(g: Graph, node: jax.Array) -> jax.Array:
     return (g.U[node] + val.sum((0, 1))) / (1.0 + v.sum())
 
 
-def _descend(env: Env, root: State, g: Graph, cfg: MCGSConfig):
-    """One playout's selection and expansion. Returns (graph, path, depth, leaf, dropped)."""
-    depth_cap = min(cfg.num_simulations, getattr(env, "max_turns", cfg.num_simulations)) + 1
-    c = cfg.num_nodes
-    path = jnp.zeros((depth_cap, 3), jnp.int32)
-    root_leaf = ~g.terminal[0] & ~g.evaluated[0]
-    stop0 = g.terminal[0] | root_leaf
-    leaf0 = jnp.where(root_leaf, 0, -1).astype(jnp.int32)
-    init = (g, jnp.int32(0), path, jnp.int32(0), leaf0, stop0, jnp.array(False),
-            jnp.array(False), jnp.array(False))
+class _Descent(NamedTuple):
+    """The carry of one playout's descent (`_descend`)."""
 
-    def body(carry):
-        g, cur, path, depth, leaf, _, dropped, hit, sc = carry
+    graph: Graph
+    node: jax.Array  # int32: the node the descent is at
+    path: jax.Array  # int32[depth_cap, 3]: (node, o1, o2) of each edge taken
+    depth: jax.Array  # int32: edges on the path
+    leaf: jax.Array  # int32: the new node to evaluate, or NO_NODE
+    stop: jax.Array  # bool
+    dropped: jax.Array  # bool: the table was full when a node was needed
+    hit: jax.Array  # bool: the playout linked a transposition
+    short_circuited: jax.Array  # bool
+
+
+def _descend(env: Env, root: State, g: Graph, cfg: MCGSConfig):
+    """One playout's selection and expansion. Returns (graph, path, depth, leaf): the path
+    int32[depth_cap, 3], its depth (0 for a dropped playout) and the leaf (NO_NODE if none)."""
+    max_steps = getattr(env, "max_episode_steps", None) or cfg.num_simulations
+    depth_cap = min(cfg.num_simulations, max_steps) + 1
+    c = cfg.num_nodes
+    root_leaf = ~g.terminal[0] & ~g.evaluated[0]
+    false = jnp.array(False)
+    init = _Descent(graph=g, node=jnp.int32(0), path=jnp.zeros((depth_cap, 3), jnp.int32),
+                    depth=jnp.int32(0), leaf=jnp.where(root_leaf, 0, NO_NODE).astype(jnp.int32),
+                    stop=g.terminal[0] | root_leaf, dropped=false, hit=false,
+                    short_circuited=false)
+
+    def body(d: _Descent) -> _Descent:
+        g, cur = d.graph, d.node
         o1, o2 = _select(g, cur, cfg)
         ch = g.child[cur, o1, o2]
-        need = ch < 0
+        need = ch == NO_NODE
         # expansion: step the env from the node's state (computed always, applied if needed)
         state = env.search_restore(root, jax.tree_util.tree_map(lambda x: x[cur], g.emb))
         acts = jnp.stack([g.outcomes[cur, 0, o1], g.outcomes[cur, 1, o2]])
@@ -262,44 +281,47 @@ def _descend(env: Env, root: State, g: Graph, cfg: MCGSConfig):
         if cfg.transpositions:
             found, slot = _lookup(env, g, info[1], info[0])
         else:
-            found, slot = jnp.int32(-1), jnp.int32(0)
-        alloc = need & (found < 0)
+            found, slot = jnp.int32(NO_NODE), jnp.int32(0)
+        is_hit = found != NO_NODE
+        alloc = need & ~is_hit
         full = alloc & (g.num_nodes >= c)
         new_idx = jnp.minimum(g.num_nodes, c - 1)
-        linked = jnp.where(found >= 0, found, new_idx)
+        linked = jnp.where(is_hit, found, new_idx)
         ok = need & ~full
         g = _write_node(g, new_idx, info, alloc & ~full)
         g = g.replace(
             child=g.child.at[cur, o1, o2].set(jnp.where(ok, linked, ch)),
             edge_r=g.edge_r.at[cur, o1, o2].set(jnp.where(ok, nxt.rewards, g.edge_r[cur, o1, o2])),
             num_nodes=g.num_nodes + (alloc & ~full),
-            tt_hits=g.tt_hits + (need & (found >= 0)),
+            tt_hits=g.tt_hits + (need & is_hit),
         )
         if cfg.transpositions:
             g = g.replace(slots=g.slots.at[slot].set(
                 jnp.where(alloc & ~full, new_idx, g.slots[slot])))
         nxt_node = jnp.where(need, linked, ch)
-        path = path.at[depth].set(jnp.where(full, path[depth], jnp.stack([cur, o1, o2])))
-        depth = depth + (~full)
+        path = d.path.at[d.depth].set(jnp.where(full, d.path[d.depth],
+                                                jnp.stack([cur, o1, o2])))
+        depth = d.depth + (~full)
         is_term = g.terminal[nxt_node]
         new_leaf = ~is_term & ~g.evaluated[nxt_node]
         stop = full | is_term | new_leaf | (depth >= depth_cap)
+        short = false
         if cfg.short_circuit:
             n_child = 1 + g.visits[nxt_node].sum()
             short = (~stop & (n_child >= cfg.short_circuit_factor
                               * (g.visits[cur, o1, o2] + 1)))
-            sc = sc | short
             stop = stop | short
-        leaf = jnp.where(~full & new_leaf, nxt_node, leaf)
-        return (g, nxt_node, path, depth, leaf, stop, dropped | full,
-                hit | (need & (found >= 0)), sc)
+        return _Descent(graph=g, node=nxt_node, path=path, depth=depth,
+                        leaf=jnp.where(~full & new_leaf, nxt_node, d.leaf), stop=stop,
+                        dropped=d.dropped | full, hit=d.hit | (need & is_hit),
+                        short_circuited=d.short_circuited | short)
 
-    g, _, path, depth, leaf, _, dropped, hit, sc = jax.lax.while_loop(
-        lambda carry: ~carry[5], body, init)
-    g = g.replace(playouts_with_hit=g.playouts_with_hit + hit,
-                  dropped_playouts=g.dropped_playouts + dropped,
-                  short_circuits=g.short_circuits + sc)
-    return g, path, jnp.where(dropped, 0, depth), jnp.where(dropped, -1, leaf)
+    d = jax.lax.while_loop(lambda d: ~d.stop, body, init)
+    g = d.graph.replace(playouts_with_hit=d.graph.playouts_with_hit + d.hit,
+                        dropped_playouts=d.graph.dropped_playouts + d.dropped,
+                        short_circuits=d.graph.short_circuits + d.short_circuited)
+    return (g, d.path, jnp.where(d.dropped, 0, d.depth),
+            jnp.where(d.dropped, NO_NODE, d.leaf))
 
 
 def _reduce_prior(logits: jax.Array, a2i: jax.Array, n: jax.Array) -> jax.Array:
@@ -331,7 +353,7 @@ def _evaluate_and_backup(g: Graph, path, depth, leaf, out, noise, fraction: floa
     """Store the leaf's evaluation (the root's prior mixed with `noise` float32[2, A] when
     `fraction` > 0), then back the path up."""
     l1, l2, v1, v2 = out
-    has = leaf >= 0
+    has = leaf != NO_NODE
     li = jnp.maximum(leaf, 0)
     prior = jnp.stack([_reduce_prior(l1, g.a2i[li, 0], g.n_out[li, 0]),
                        _reduce_prior(l2, g.a2i[li, 1], g.n_out[li, 1])])
@@ -383,6 +405,17 @@ def _root_output(g: Graph, cfg: MCGSConfig, key: jax.Array):
     return action.astype(jnp.int32), policy, g.Q[0], action_q
 
 
+def check_env(env: Any) -> None:
+    """ValueError unless `env` is a simultaneous two-player game with what graph search needs
+    (`envs.core.GraphSearchEnv`) and at most A actions per player."""
+    require_protocol(env, GraphSearchEnv, "mcgs")
+    if not env.is_simultaneous or env.num_players != 2:
+        raise ValueError("mcgs: the env must be a simultaneous two-player game")
+    if env.num_actions != A:
+        raise ValueError(f"mcgs: the kernel pads outcomes to {A} actions, env has "
+                         f"{env.num_actions}")
+
+
 def mcgs_search(eval_fn: EvalFn, params: Any, env: Env, root_states: State, key: jax.Array,
                 config: MCGSConfig = MCGSConfig(),
                 num_playouts: Optional[jax.Array] = None) -> MCGSOutput:
@@ -391,16 +424,13 @@ def mcgs_search(eval_fn: EvalFn, params: Any, env: Env, root_states: State, key:
     eval_fn(params, x) -> (policy_logits_p1 [B, 5], policy_logits_p2 [B, 5], value_p1 [B],
     value_p2 [B]) with x the observations [B, ...] (or the states, see `MCGSConfig`); values in
     reward units (PyRat: cheese still to collect). It is called once per simulation on the whole
-    batch. The env must provide `effective_outcomes`, `state_key`, `search_embedding`,
-    `search_restore` and `same_position` (see envs.pyrat). Jit with env, eval_fn and config
+    batch. The env must provide what `envs.core.GraphSearchEnv` lists (`effective_outcomes`,
+    `state_key`, `search_embedding`, `search_restore`, `same_position`, ...; see envs.pyrat): a
+    missing one is a ValueError naming it. Jit with env, eval_fn and config
     static, or use `make_mcgs_fn`. `num_playouts` (a traced int, at most
     `config.num_simulations`) runs fewer playouts without recompiling.
     """
-    if not getattr(env, "is_simultaneous", False) or env.num_players != 2:
-        raise ValueError("mcgs: the env must be a simultaneous two-player game")
-    if env.num_actions != A:
-        raise ValueError(f"mcgs: the kernel pads outcomes to {A} actions, env has "
-                         f"{env.num_actions}")
+    check_env(env)
     batch = root_states.step_count.shape[0] if root_states.step_count.ndim else None
     if batch is None:
         raise ValueError("mcgs: root_states must be batched (leading axis B)")
@@ -438,7 +468,9 @@ def mcgs_search(eval_fn: EvalFn, params: Any, env: Env, root_states: State, key:
 
 def make_mcgs_fn(eval_fn: EvalFn, env: Env, config: MCGSConfig = MCGSConfig()
                  ) -> Callable[[Any, State, jax.Array], MCGSOutput]:
-    """`jit`-ed `fn(params, root_states, key) -> MCGSOutput` for a fixed evaluator, env, config."""
+    """`jit`-ed `fn(params, root_states, key) -> MCGSOutput` for a fixed evaluator, env, config
+    (the env is checked here, at construction)."""
+    check_env(env)
     return jax.jit(lambda params, roots, key: mcgs_search(eval_fn, params, env, roots, key,
                                                           config))
 
@@ -462,5 +494,5 @@ def uniform_eval_fn(params: Any, x: Any):
     return z, z, jnp.zeros(b, jnp.float32), jnp.zeros(b, jnp.float32)
 
 
-__all__ = ["MCGSConfig", "MCGSOutput", "Graph", "mcgs_search", "make_mcgs_fn",
-           "network_eval_fn", "uniform_eval_fn"]
+__all__ = ["MCGSConfig", "MCGSOutput", "Graph", "NO_NODE", "check_env", "mcgs_search",
+           "make_mcgs_fn", "network_eval_fn", "uniform_eval_fn"]
