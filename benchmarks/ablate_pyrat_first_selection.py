@@ -1,22 +1,35 @@
-"""Ablation for docs/learning.md: PyRat `small`, seed 0, with the spec's exploration term
-sqrt(N) at a fresh node (0, so the first selection ignores the priors) instead of the kernel's
-sqrt(max(N, 1)). Swaps `turbozero.search.mcgs._select` for this process only.
+"""Ablation for docs/learning.md: PyRat `small` with the other MCGS exploration floor.
 
-    python benchmarks/ablate_pyrat_first_selection.py   # writes /tmp/lc/pyrat-small-ablate
+The PyRat presets use the spec's sqrt(N) exploration term (`exploration_floor=0.0`: 0 at a
+fresh node, so the first selection there ignores the priors). This runs the preset with the
+prior-following sqrt(max(N, 1)) (`exploration_floor=1.0`) in self-play and evaluation, all else
+equal, for comparison with `turbozero train pyrat --preset small`.
+
+    python benchmarks/ablate_pyrat_first_selection.py [--seed 0] [--floor 1.0] [--run-dir DIR]
 """
-import jax, jax.numpy as jnp, warnings
-warnings.simplefilter("ignore")
-import turbozero.search.mcgs as m
-src_select = m._select
-def old_select(g, node, cfg):
-    q, mm = m._marginal_q(g, node, cfg)
-    total = g.visits[node].sum().astype(jnp.float32)
-    score = q + cfg.c_puct * g.prior[node] * jnp.sqrt(total) / (1.0 + mm)
-    valid = jnp.arange(m.A)[None, :] < g.n_out[node][:, None]
-    o = jnp.argmax(jnp.where(valid, score, -jnp.inf), axis=1).astype(jnp.int32)
-    return o[0], o[1]
-m._select = old_select
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
 from turbozero.presets import get_preset
 from turbozero.training import Trainer
-t = Trainer(get_preset("pyrat", "small", seed=0, checkpoint_every=0), "/tmp/lc/pyrat-small-ablate")
-t.run(progress=False)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--floor", type=float, default=1.0, help="MCGSConfig.exploration_floor")
+    ap.add_argument("--run-dir", default="/tmp/lc/pyrat-small-ablate")
+    args = ap.parse_args()
+    base = get_preset("pyrat", "small", seed=args.seed, checkpoint_every=0)
+    cfg = dataclasses.replace(
+        base,
+        search=dataclasses.replace(base.search, exploration_floor=args.floor),
+        eval_search=dataclasses.replace(base.eval_search, exploration_floor=args.floor))
+    Trainer(cfg, args.run_dir).run(progress=False)
+
+
+if __name__ == "__main__":
+    main()
