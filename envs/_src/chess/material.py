@@ -64,14 +64,27 @@ def move_scores(env, state, candidates: Candidates) -> Array:
     return jnp.where(candidates.valid, score, NO_MOVE_SCORE)
 
 
-def material_greedy_action(env, state, key: Array) -> Array:
-    """int32 the material-greedy move of one unbatched state (any action if it is over)."""
+class GreedyChoice(NamedTuple):
+    """The material-greedy decision in one position, with what it was based on."""
+
+    candidates: Candidates  # [K] the legal moves
+    scores: Array  # int32[K] the mover's score after each (NO_MOVE_SCORE for padding)
+    action: Array  # int32 the move chosen
+
+
+def material_greedy_choice(env, state, key: Array) -> GreedyChoice:
+    """The material-greedy move of one unbatched state (any action if the game is over)."""
     cand = legal_candidates(state.legal_action_mask, env.max_legal_actions)
     score = move_scores(env, state, cand)  # [K]
     best = score == score.max()
     # uniform among the best: the argmax of independent uniforms restricted to them
     pick = jnp.argmax(jnp.where(best, jax.random.uniform(key, best.shape), -1.0))
-    return cand.actions[pick]
+    return GreedyChoice(cand, score, cand.actions[pick])
+
+
+def material_greedy_action(env, state, key: Array) -> Array:
+    """int32 the material-greedy move of one unbatched state."""
+    return material_greedy_choice(env, state, key).action
 
 
 def material_greedy_actions(env, states, key: Array) -> Array:
@@ -90,6 +103,6 @@ def material_policy(env):
     return policy
 
 
-__all__ = ["MATE_SCORE", "PIECE_VALUES", "Candidates", "legal_candidates", "material",
-           "material_greedy_action", "material_greedy_actions", "material_policy",
-           "move_scores"]
+__all__ = ["MATE_SCORE", "NO_MOVE_SCORE", "PIECE_VALUES", "Candidates", "GreedyChoice",
+           "legal_candidates", "material", "material_greedy_action", "material_greedy_actions",
+           "material_greedy_choice", "material_policy", "move_scores"]
