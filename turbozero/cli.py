@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -90,7 +91,32 @@ def enable_compilation_cache() -> None:
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
 
 
+def _join_processes(args: argparse.Namespace) -> bool:
+    """With --distributed or any of its settings, join the run's other processes (before
+    anything touches a device); whether this process is the one that prints and writes."""
+    if not (args.distributed or args.coordinator is not None or args.num_processes is not None
+            or args.process_id is not None):
+        return True
+    from turbozero.training import distributed
+
+    if args.run_dir is None:
+        raise ValueError("--run-dir is needed with several processes: they all write one run "
+                         "directory (on a file system they share)")
+    distributed.initialize(args.coordinator, args.num_processes, args.process_id)
+    return distributed.is_primary()
+
+
 def _train(args: argparse.Namespace) -> int:
+    """Every process of a run trains; only the primary prints and writes cli.json."""
+    primary = _join_processes(args)
+    if primary:
+        return _train_run(args, primary)
+    args.no_progress = True
+    with open(os.devnull, "w", encoding="utf-8") as quiet, contextlib.redirect_stdout(quiet):
+        return _train_run(args, primary)
+
+
+def _train_run(args: argparse.Namespace, primary: bool) -> int:
     from turbozero.training import Trainer
 
     from turbozero.training.checkpoints import write_json_atomic
@@ -102,7 +128,7 @@ def _train(args: argparse.Namespace) -> int:
         "runs", f"{args.game.replace('/', '_')}-{preset}-{time.strftime('%Y%m%d-%H%M%S')}"
     )
     trainer = Trainer(config, run_dir, resume=args.resume)
-    if not args.resume:  # the command that made the run; the full config is in the marker
+    if not args.resume and primary:  # the command that made the run; the config is in the marker
         write_json_atomic(os.path.join(trainer.run_dir.path, "cli.json"),
                           {"game": args.game, "preset": preset, "set": args.set or [],
                            "iterations": args.iterations, "seed": args.seed})
@@ -193,6 +219,16 @@ def build_parser() -> argparse.ArgumentParser:
                    "Nested: search.num_simulations=16; tuples: eval_opponents=random,greedy; "
                    'dicts merge: network={"num_filters": 8} or network.num_filters=8')
     t.add_argument("--no-progress", action="store_true")
+    d = t.add_argument_group(
+        "several processes (jax.distributed; docs/training.md, \"Several processes and machines\")")
+    d.add_argument("--distributed", action="store_true",
+                   help="join a run of several processes: settings from the options below, else "
+                   "JAX_COORDINATOR_ADDRESS / JAX_NUM_PROCESSES / JAX_PROCESS_ID, else JAX's "
+                   "cluster detection (Slurm, Open MPI); needs --run-dir")
+    d.add_argument("--coordinator", default=None, metavar="HOST:PORT",
+                   help="process 0's address and a free port (implies --distributed)")
+    d.add_argument("--num-processes", type=int, default=None, metavar="N")
+    d.add_argument("--process-id", type=int, default=None, metavar="I", help="0 .. N-1")
     t.set_defaults(func=_train)
     e = sub.add_parser("eval", help="play a checkpoint against a baseline")
     e.add_argument("run_dir")

@@ -31,7 +31,11 @@ from typing import Any, Iterator, Optional
 import jax
 import orbax.checkpoint as ocp
 
+from turbozero.training import distributed
+
 MARKER = "turbozero_run.json"
+# agree_min's stand-in for "no checkpoint": larger than any step, so any real step wins
+NO_STEP = 2**31 - 1
 DAMAGED = "damaged_checkpoints"
 # after a failed restore, its other TensorStore reads finish (and print) for a while: wait until
 # the held output has been quiet this long, or at most _STRAGGLERS_MAX_S
@@ -209,6 +213,9 @@ class RunDirectory:
         if state is not None:
             self.identity["state_shapes"] = _shapes(state)
         exists = os.path.isdir(self.path) and bool(os.listdir(self.path))
+        # several processes (jax.distributed) share one directory, which must be one file
+        # system to them all (orbax writes each process's shards there): every process checks
+        # it before any writes, then the primary alone writes the marker and the metrics file
         if resume and not exists:
             raise ValueError(f"cannot resume {self.path}: no run there (the directory "
                              f"{'is empty' if os.path.isdir(self.path) else 'does not exist'})")
@@ -219,11 +226,16 @@ class RunDirectory:
                     "choose another run directory"
                 )
             self._check_compatible(read_marker(self.path), resume)
-        os.makedirs(self.path, exist_ok=True)
-        # rewritten on resume too: the marker describes the config the run continues with
-        write_json_atomic(os.path.join(self.path, MARKER), self.identity)
+        distributed.barrier("turbozero run directory checked")
+        if distributed.is_primary():
+            os.makedirs(self.path, exist_ok=True)
+            # rewritten on resume too: the marker describes the config the run continues with
+            write_json_atomic(os.path.join(self.path, MARKER), self.identity)
         if not resume:  # a run that died before its first checkpoint: start its metrics afresh
             self.truncate_metrics(0)
+        distributed.barrier("turbozero run directory written")
+        # orbax's manager is itself multi-process: every process saves its own shards of each
+        # step, the primary its metadata, and the step is renamed into place once all are done
         self.manager = _manager(self.checkpoint_dir, max_to_keep=max_to_keep, write=True)
 
     def _check_compatible(self, found: dict[str, Any], resume: bool) -> None:
@@ -288,16 +300,26 @@ class RunDirectory:
         """(state, step) of the newest intact checkpoint, (None, None) when there is none.
 
         Damaged newer steps are moved to `damaged_checkpoints/` (the run will write those step
-        numbers again) with one warning line each.
+        numbers again) with one warning line each. With several processes, each reads its own
+        shards, so one may find damage another does not: all resume from the oldest step any
+        of them settled on, and the primary sets aside every newer step.
         """
         state, step, damaged = restore_intact(self.manager, self.checkpoint_dir, like)
+        if jax.process_count() > 1:
+            agreed = distributed.agree_min(NO_STEP if step is None else step)
+            if agreed != (NO_STEP if step is None else step):  # another process found damage
+                for newer in sorted(s for s in self.manager.all_steps() if s > agreed):
+                    damaged.setdefault(newer, "damaged on another process")
+                step = None if agreed == NO_STEP else agreed
+                state = None if step is None else _restore_step(self.manager, step, like)
         if damaged:
             self.manager.close()
             for bad, reason in damaged.items():
                 src = os.path.join(self.checkpoint_dir, str(bad))
-                dest = self._set_aside(src, bad)
+                dest = self._set_aside(src, bad) if distributed.is_primary() else "(by process 0)"
                 warnings.warn(f"checkpoint {src} is damaged ({reason}); moved to {dest}, "
                               f"resuming from step {step}", DamagedCheckpointWarning, stacklevel=3)
+            distributed.barrier("turbozero damaged checkpoints set aside")
             self.manager = _manager(self.checkpoint_dir, max_to_keep=self.max_to_keep, write=True)
         return state, step
 
@@ -314,8 +336,9 @@ class RunDirectory:
     def truncate_metrics(self, iteration: int) -> None:
         """Keep the metric records of iterations <= `iteration` (the restored one): the resumed
         run writes the later ones again. A half-written last line (a run killed mid-write) is
-        dropped too. Rewritten by rename, like the marker."""
-        if not os.path.exists(self.metrics_path):
+        dropped too. Rewritten by rename, like the marker; by the primary process only, the
+        one that writes metrics."""
+        if not distributed.is_primary() or not os.path.exists(self.metrics_path):
             return
         kept = []
         with open(self.metrics_path, encoding="utf-8") as f:
