@@ -1,0 +1,270 @@
+// Self-play over worker threads (alphazero-chess.md §6.1, §6.6; docs/cpu_search.md).
+//
+// num_games games are played at once, game g by worker g % num_workers. A worker selects up to
+// leaves_per_step leaves in each of its unfinished games, submits them all to the queue, waits
+// for their results, expands and backs them up, and moves a game once it has num_simulations
+// new simulations (temperature for the first temperature_moves moves, then the most visited
+// child; the played child's subtree is kept). The evaluating thread (Python, with a jitted JAX
+// evaluator) drains the queue meanwhile. A worker's exception stops the queue; the first one is
+// rethrown by join().
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <random>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "eval_queue.hpp"
+#include "search.hpp"
+
+namespace tz {
+
+struct CoordinatorConfig {
+  SearchConfig search;
+  int32_t num_workers = 1;
+  int32_t num_games = 1;
+  int32_t num_simulations = 64;
+  int32_t leaves_per_step = 1;
+  int32_t max_moves = 512;
+  double temperature = 1.0;
+  int32_t temperature_moves = 30;
+  size_t nodes_per_block = 16384;
+  size_t max_blocks = 64;
+  int32_t slots_per_game = 1024;
+  int32_t queue_capacity = 1024;
+  double timeout_s = 300.0;
+  uint64_t seed = 0;
+
+  void validate() const {
+    search.validate();
+    if (num_workers < 1) throw std::invalid_argument("num_workers must be >= 1");
+    if (num_games < 1) throw std::invalid_argument("num_games must be >= 1");
+    if (num_simulations < 1) throw std::invalid_argument("num_simulations must be >= 1");
+    if (leaves_per_step < 1) throw std::invalid_argument("leaves_per_step must be >= 1");
+    if (max_moves < 1) throw std::invalid_argument("max_moves must be >= 1");
+    if (temperature < 0) throw std::invalid_argument("temperature must be >= 0");
+    if (temperature_moves < 0) throw std::invalid_argument("temperature_moves must be >= 0");
+    if (slots_per_game < 2) throw std::invalid_argument("slots_per_game must be >= 2");
+    if (!(timeout_s > 0)) throw std::invalid_argument("timeout_s must be > 0");
+    const int64_t per_worker_games = (num_games + num_workers - 1) / num_workers;
+    if (queue_capacity < per_worker_games * leaves_per_step)
+      throw std::invalid_argument(
+          "queue_capacity must hold one step of a worker: >= ceil(num_games / num_workers) * "
+          "leaves_per_step");
+  }
+};
+
+// One move of a finished game, as a training sample wants it.
+struct MoveRecord {
+  int32_t player;                 // mover at the root
+  int32_t action;                 // action played
+  int32_t root_slot;              // the root's state slot when searched (valid until the next move)
+  std::vector<int32_t> actions;   // the root's legal actions
+  std::vector<uint32_t> visits;   // their visit counts (the policy target up to normalisation)
+  double root_value;              // root mean value for the mover
+};
+
+struct GameRecord {
+  std::vector<MoveRecord> moves;
+  bool terminated = false;  // the game ended by its rules
+  bool truncated = false;   // cut by max_moves (a draw)
+  int32_t final_player = 0;    // mover at the terminal node
+  double final_value = 0.0;    // terminal value for final_player (0 when truncated)
+  // z of a move: its player's outcome
+  double outcome_for(int32_t player) const {
+    if (!terminated) return 0.0;
+    return player == final_player ? final_value : -final_value;
+  }
+};
+
+struct CoordinatorStats {
+  std::atomic<uint64_t> simulations{0};
+  std::atomic<uint64_t> requests{0};
+  std::atomic<uint64_t> collisions{0};
+  std::atomic<uint64_t> moves{0};
+};
+
+class Coordinator {
+ public:
+  explicit Coordinator(const CoordinatorConfig& cfg)
+      : cfg_(cfg), queue_((cfg.validate(), cfg.queue_capacity), cfg.num_workers) {
+    games_.reserve(cfg.num_games);
+    for (int32_t g = 0; g < cfg.num_games; ++g) {
+      games_.push_back(std::make_unique<Game>(cfg_, g));
+    }
+  }
+  ~Coordinator() {
+    queue_.stop();
+    for (auto& t : threads_)
+      if (t.joinable()) t.join();
+  }
+
+  int32_t num_state_slots() const { return cfg_.num_games * cfg_.slots_per_game; }
+  EvalQueue& queue() { return queue_; }
+  const CoordinatorConfig& config() const { return cfg_; }
+  const CoordinatorStats& stats() const { return stats_; }
+
+  void start() {
+    if (!threads_.empty()) throw std::logic_error("start: already started");
+    for (int32_t w = 0; w < cfg_.num_workers; ++w) threads_.emplace_back([this, w] { run_worker(w); });
+  }
+  bool finished() const { return workers_done_.load(std::memory_order_acquire) == cfg_.num_workers; }
+  bool failed() const { return failed_.load(std::memory_order_acquire); }
+
+  // Join the workers; rethrow the first worker exception.
+  void join() {
+    for (auto& t : threads_)
+      if (t.joinable()) t.join();
+    if (error_) std::rethrow_exception(error_);
+  }
+  const GameRecord& record(int32_t g) const { return games_.at(g)->record; }
+
+ private:
+  struct Game {
+    Game(const CoordinatorConfig& cfg, int32_t g)
+        : tree(cfg.search, cfg.nodes_per_block, cfg.max_blocks, g * cfg.slots_per_game, cfg.slots_per_game),
+          rng(cfg.seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(g) + 1) {}
+    GameTree tree;
+    std::mt19937_64 rng;
+    GameRecord record;
+    bool root_requested = false;
+    bool done = false;
+    int32_t sims = 0;
+    int32_t in_flight = 0;
+  };
+
+  void run_worker(int32_t w) {
+    try {
+      std::vector<Game*> mine;
+      for (int32_t g = w; g < cfg_.num_games; g += cfg_.num_workers) mine.push_back(games_[g].get());
+      std::vector<Request> reqs;
+      std::vector<int32_t> tokens;
+      std::vector<std::pair<Game*, LeafRequest>> out;  // token -> (game, leaf)
+      while (!queue_.stopped()) {
+        reqs.clear();
+        tokens.clear();
+        out.clear();
+        bool any_open = false;
+        for (Game* game : mine) {
+          if (game->done) continue;
+          any_open = true;
+          if (!game->root_requested) {
+            push(game, game->tree.new_root(kNewGame), reqs, tokens, out);
+            game->root_requested = true;
+            continue;
+          }
+          for (int32_t l = 0; l < cfg_.leaves_per_step; ++l) {
+            if (game->sims + game->in_flight >= cfg_.num_simulations) break;
+            LeafRequest req;
+            const Selected s = game->tree.select(&req);
+            if (s == Selected::kLeaf) {
+              push(game, req, reqs, tokens, out);
+              ++game->in_flight;
+            } else if (s == Selected::kTerminal) {
+              ++game->sims;
+              stats_.simulations.fetch_add(1, std::memory_order_relaxed);
+            } else {
+              stats_.collisions.fetch_add(1, std::memory_order_relaxed);
+              break;
+            }
+          }
+        }
+        if (!any_open) break;
+        if (!reqs.empty()) {
+          queue_.submit(w, reqs.data(), tokens.data(), static_cast<int32_t>(reqs.size()), cfg_.timeout_s);
+          stats_.requests.fetch_add(reqs.size(), std::memory_order_relaxed);
+          size_t got = 0;
+          while (got < reqs.size()) {
+            std::vector<Result> results = queue_.get_results(w, 1, cfg_.timeout_s);
+            for (Result& r : results) {
+              auto& [game, leaf] = out.at(r.token);
+              Evaluation ev{r.actions.data(), r.priors.data(), static_cast<int32_t>(r.actions.size()),
+                            r.value, r.player, r.terminal};
+              const bool was_root = leaf.leaf == game->tree.root() && !game->tree.root_ready();
+              game->tree.complete(leaf, ev);
+              if (was_root) {
+                if (r.terminal) throw std::invalid_argument("a new game's first state is terminal");
+                game->tree.sample_root_noise(game->rng);
+              } else {
+                --game->in_flight;
+                ++game->sims;
+                stats_.simulations.fetch_add(1, std::memory_order_relaxed);
+              }
+              ++got;
+            }
+          }
+        }
+        for (Game* game : mine)
+          if (!game->done && game->tree.root_ready() && game->in_flight == 0 &&
+              game->sims >= cfg_.num_simulations)
+            play_move(game);
+      }
+    } catch (...) {
+      {
+        std::lock_guard<std::mutex> lock(error_mu_);
+        if (!error_) error_ = std::current_exception();
+      }
+      failed_.store(true, std::memory_order_release);
+      queue_.stop();
+    }
+    workers_done_.fetch_add(1, std::memory_order_acq_rel);
+  }
+
+  static void push(Game* game, const LeafRequest& req, std::vector<Request>& reqs,
+                   std::vector<int32_t>& tokens, std::vector<std::pair<Game*, LeafRequest>>& out) {
+    tokens.push_back(static_cast<int32_t>(out.size()));
+    out.emplace_back(game, req);
+    reqs.push_back(Request{req.parent_slot, req.action, req.dest_slot});
+  }
+
+  void play_move(Game* game) {
+    GameTree& tree = game->tree;
+    Node* root = tree.root();
+    MoveRecord rec;
+    rec.player = root->player;
+    rec.root_slot = root->state_slot;
+    rec.root_value = root->mean();  // a root's sums are for its own mover
+    for (int32_t i = 0; i < root->num_children; ++i) {
+      rec.actions.push_back(root->children[i].action);
+      rec.visits.push_back(root->children[i].visits.load(std::memory_order_acquire));
+    }
+    const int32_t move_number = static_cast<int32_t>(game->record.moves.size());
+    const double tau = move_number < cfg_.temperature_moves ? cfg_.temperature : 0.0;
+    const int32_t idx = tree.choose_child(tau, game->rng);
+    Node* child = &root->children[idx];
+    rec.action = child->action;
+    game->record.moves.push_back(std::move(rec));
+    stats_.moves.fetch_add(1, std::memory_order_relaxed);
+    game->sims = 0;
+    if (child->has(kTerminal)) {
+      game->record.terminated = true;
+      game->record.final_player = child->player;
+      game->record.final_value = child->terminal_value;
+      game->done = true;
+    } else if (static_cast<int32_t>(game->record.moves.size()) >= cfg_.max_moves) {
+      game->record.truncated = true;
+      game->done = true;
+    } else if (!child->has(kExpanded)) {
+      throw std::logic_error("play_move: the chosen child was never evaluated");
+    } else {
+      tree.advance(idx);
+      tree.sample_root_noise(game->rng);
+    }
+  }
+
+  CoordinatorConfig cfg_;
+  EvalQueue queue_;
+  std::vector<std::unique_ptr<Game>> games_;
+  std::vector<std::thread> threads_;
+  CoordinatorStats stats_;
+  std::atomic<int32_t> workers_done_{0};
+  std::atomic<bool> failed_{false};
+  std::mutex error_mu_;
+  std::exception_ptr error_;
+};
+
+}  // namespace tz

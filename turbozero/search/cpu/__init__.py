@@ -1,0 +1,29 @@
+"""The CPU search path: the tree, node pool and evaluation queue in the bundled C++ extension
+`turbozero._search_cpp`, the rules and the network in JAX (docs/cpu_search.md).
+
+Importing this package never needs the extension; constructing anything that does raises
+`CPUSearchUnavailable` with the fix when it is not built.
+"""
+
+from turbozero.search.cpu._ext import (
+    CPUSearchUnavailable,
+    cpu_search_available,
+    load_extension,
+    require_extension,
+)
+from turbozero.search.cpu.tree import (
+    NEW_GAME,
+    NO_ACTION,
+    NO_STATE_SLOT,
+    CPUSearchConfig,
+    Evaluation,
+    RootStats,
+    SearchTree,
+    checked_evaluation,
+)
+
+__all__ = [
+    "CPUSearchConfig", "CPUSearchUnavailable", "Evaluation", "NEW_GAME", "NO_ACTION",
+    "NO_STATE_SLOT", "RootStats", "SearchTree", "checked_evaluation", "cpu_search_available",
+    "load_extension", "require_extension",
+]

@@ -1,0 +1,199 @@
+"""One game's tree searched in C++ with an evaluator called from Python (docs/cpu_search.md).
+
+The evaluator answers a batch of requests `(parent_slot, action, dest_slot)`: "the state reached
+from the state in `parent_slot` by `action`, stored into `dest_slot`" (`parent_slot == NEW_GAME`:
+a fresh game's first state). It returns `Evaluation`-shaped arrays over the legal actions only,
+padded with `NO_ACTION`. The same protocol drives the multi-threaded self-play
+(`turbozero.search.cpu.selfplay`), where a jitted JAX function is the evaluator.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, NamedTuple
+
+import numpy as np
+
+from turbozero.search.cpu._ext import require_extension
+
+# Named sentinels, equal to the extension's (checked by tests/test_cpu_search.py).
+NO_ACTION = -1  # padding of an evaluator's action rows; the root's action
+NO_STATE_SLOT = -1
+NEW_GAME = -2  # parent_slot of a request for a fresh game's first state
+
+
+class Evaluation(NamedTuple):
+    """An evaluator's answer to B requests (K: the most legal actions of any of them)."""
+
+    actions: np.ndarray  # int32[B, K] legal actions, NO_ACTION pads (anywhere in a row)
+    priors: np.ndarray  # float32[B, K] their priors (>= 0, finite)
+    value: np.ndarray  # float32[B] value of the state for `player`
+    player: np.ndarray  # int32[B] player to move in the state
+    terminal: np.ndarray  # bool[B] game over: no children, `value` is the outcome
+
+
+Evaluator = Callable[[np.ndarray, np.ndarray, np.ndarray], Evaluation]
+
+
+@dataclasses.dataclass(frozen=True)
+class CPUSearchConfig:
+    """The formulas of `SpecPUCT` + `PUCTRoot` (turbozero/search/selection.py, roots.py).
+
+    c_puct: exploration constant. fpu_base: unvisited child scores `Q_parent - fpu_base*(1-P)`.
+    risk_beta: entropic-risk Q `mean + beta/2 * var`, clamped to q_bounds (0: plain AlphaZero).
+    dirichlet_alpha, dirichlet_fraction: root noise over the legal actions (fraction 0: none).
+    """
+
+    c_puct: float = 1.5
+    fpu_base: float = 0.0
+    risk_beta: float = 0.0
+    q_bounds: tuple[float, float] = (-1.0, 1.0)
+    dirichlet_alpha: float = 0.3
+    dirichlet_fraction: float = 0.25
+
+    def __post_init__(self) -> None:
+        if not self.c_puct > 0:
+            raise ValueError(f"c_puct must be > 0, got {self.c_puct}")
+        if not self.fpu_base >= 0:
+            raise ValueError(f"fpu_base must be >= 0, got {self.fpu_base}")
+        if not np.isfinite(self.risk_beta):
+            raise ValueError(f"risk_beta must be finite, got {self.risk_beta}")
+        if len(self.q_bounds) != 2 or not self.q_bounds[0] < self.q_bounds[1]:
+            raise ValueError(f"q_bounds must be (low, high) with low < high, got {self.q_bounds}")
+        if not self.dirichlet_alpha > 0:
+            raise ValueError(f"dirichlet_alpha must be > 0, got {self.dirichlet_alpha}")
+        if not 0.0 <= self.dirichlet_fraction <= 1.0:
+            raise ValueError(f"dirichlet_fraction must be in [0, 1], got {self.dirichlet_fraction}")
+
+    @classmethod
+    def from_jax(cls, selection, root) -> "CPUSearchConfig":
+        """The same search as the JAX kernel's `SpecPUCT(...)` selection and `PUCTRoot(...)`."""
+        return cls(c_puct=selection.c_puct, fpu_base=selection.fpu_base,
+                   risk_beta=selection.risk_beta, q_bounds=tuple(selection.q_bounds),
+                   dirichlet_alpha=root.dirichlet_alpha,
+                   dirichlet_fraction=root.dirichlet_fraction)
+
+    def to_native(self):
+        ext = require_extension()
+        c = ext.SearchConfig()
+        c.c_puct = float(self.c_puct)
+        c.fpu_base = float(self.fpu_base)
+        c.risk_beta = float(self.risk_beta)
+        c.q_low, c.q_high = (float(b) for b in self.q_bounds)
+        c.dirichlet_alpha = float(self.dirichlet_alpha)
+        c.dirichlet_fraction = float(self.dirichlet_fraction)
+        return c
+
+
+def checked_evaluation(result, num_requests: int) -> Evaluation:
+    """The evaluator's answer as contiguous arrays of the protocol's dtypes, or a ValueError
+    naming what is wrong (shape, non-finite value or prior, negative prior)."""
+    if not isinstance(result, tuple) or len(result) != 5:
+        raise ValueError("evaluator must return (actions, priors, value, player, terminal), got "
+                         f"{type(result).__name__}")
+    actions, priors, value, player, terminal = (np.asarray(x) for x in result)
+    if actions.ndim != 2 or actions.shape[0] != num_requests:
+        raise ValueError(f"evaluator actions must be [B={num_requests}, K], got {actions.shape}")
+    if priors.shape != actions.shape:
+        raise ValueError(f"evaluator priors must match actions {actions.shape}, got {priors.shape}")
+    for name, a in (("value", value), ("player", player), ("terminal", terminal)):
+        if a.shape != (num_requests,):
+            raise ValueError(f"evaluator {name} must be [B={num_requests}], got {a.shape}")
+    if not np.all(np.isfinite(value)):
+        raise ValueError("evaluator value has non-finite entries")
+    legal = actions != NO_ACTION
+    if not np.all(np.isfinite(priors[legal])) or np.any(priors[legal] < 0):
+        raise ValueError("evaluator priors must be finite and >= 0 on legal actions")
+    return Evaluation(
+        np.ascontiguousarray(actions, np.int32), np.ascontiguousarray(priors, np.float32),
+        np.ascontiguousarray(value, np.float32), np.ascontiguousarray(player, np.int32),
+        np.ascontiguousarray(terminal, np.bool_))
+
+
+def _checked(evaluate: Evaluator):
+    def call(parent, action, dest):
+        return tuple(checked_evaluation(evaluate(parent, action, dest), len(parent)))
+    return call
+
+
+class RootStats(NamedTuple):
+    actions: np.ndarray  # int32[K] the root's legal actions
+    visits: np.ndarray  # uint32[K] their visit counts
+    priors: np.ndarray  # float32[K] their priors (after root noise)
+    q: np.ndarray  # float64[K] mean value of each child for the root's mover (0 unvisited)
+    value: float  # the root's mean value for its mover
+    root_visits: int  # the root's visits (its own evaluation included)
+    player: int
+
+
+class SearchTree:
+    """One game's search tree in the C++ node pool.
+
+    nodes_per_block, max_blocks: the pool (one block of nodes must hold the most legal actions
+    of a state); num_slots: the state slots this tree hands out (one per evaluated node).
+    Running out of nodes or slots raises `PoolExhaustedError` (a MemoryError).
+    """
+
+    def __init__(self, config: CPUSearchConfig = CPUSearchConfig(), *, nodes_per_block: int = 16384,
+                 max_blocks: int = 64, num_slots: int = 4096):
+        ext = require_extension()
+        if nodes_per_block < 2:
+            raise ValueError(f"nodes_per_block must be >= 2, got {nodes_per_block}")
+        if max_blocks < 1:
+            raise ValueError(f"max_blocks must be >= 1, got {max_blocks}")
+        if num_slots < 2:
+            raise ValueError(f"num_slots must be >= 2, got {num_slots}")
+        self.config = config
+        self._tree = ext.SearchTree(config.to_native(), nodes_per_block, max_blocks, num_slots)
+
+    def start(self, evaluate: Evaluator, parent_slot: int = NEW_GAME,
+              action: int = NO_ACTION) -> None:
+        """A new root: the evaluator makes its state (from `parent_slot` by `action`)."""
+        self._tree.start(_checked(evaluate), parent_slot, action)
+
+    def simulate(self, evaluate: Evaluator, num_simulations: int,
+                 leaves_per_step: int = 1) -> int:
+        """Run num_simulations simulations, up to leaves_per_step leaves per evaluator call
+        (virtual loss between them). Returns the number of selection collisions."""
+        if num_simulations < 0:
+            raise ValueError(f"num_simulations must be >= 0, got {num_simulations}")
+        if leaves_per_step < 1:
+            raise ValueError(f"leaves_per_step must be >= 1, got {leaves_per_step}")
+        return self._tree.simulate(_checked(evaluate), num_simulations, leaves_per_step)
+
+    def add_root_noise(self, eta: np.ndarray, fraction: float) -> None:
+        """Root priors become `(1 - fraction) P + fraction * eta` (eta over the root's legal
+        actions, in `root().actions` order)."""
+        if not 0.0 <= fraction <= 1.0:
+            raise ValueError(f"fraction must be in [0, 1], got {fraction}")
+        self._tree.add_root_noise(np.ascontiguousarray(eta, np.float64), float(fraction))
+
+    def add_dirichlet_noise(self, rng: np.random.Generator) -> np.ndarray:
+        """Dirichlet(config.dirichlet_alpha) over the root's legal actions, mixed in with
+        config.dirichlet_fraction; returns the draw."""
+        n = len(self.root().actions)
+        eta = rng.dirichlet(np.full(n, self.config.dirichlet_alpha))
+        self.add_root_noise(eta, self.config.dirichlet_fraction)
+        return eta
+
+    def root(self) -> RootStats:
+        d = self._tree.root()
+        return RootStats(d["actions"], d["visits"], d["priors"], d["q"], d["value"],
+                         d["root_visits"], d["player"])
+
+    def dump(self) -> dict:
+        """Every node depth-first: parent index, action, player, flags, visits, fixed-point sums,
+        prior (for tests)."""
+        return self._tree.dump()
+
+    def advance(self, action: int) -> None:
+        """Play `action`: its subtree becomes the tree (the rest is freed in O(1))."""
+        self._tree.advance(int(action))
+
+    @property
+    def nodes_used(self) -> int:
+        return self._tree.nodes_used
+
+    @property
+    def free_slots(self) -> int:
+        return self._tree.free_slots
