@@ -1,0 +1,106 @@
+"""Chess referees and records: the material-greedy player, encode_batch, Stockfish per move.
+
+    python benchmarks/bench_chess_referees.py [--batch 64] [--fens 1024] [--repeats 5]
+
+- material-greedy: one batched decision (every legal move made, scored) over `--batch` random
+  middlegame positions, and the part of it spent listing the legal moves (`jnp.nonzero` of
+  the 4672-long mask), median of `--repeats` after compiling.
+- encode_batch: `--fens` FENs to observations in one call (host parse + one jitted batch),
+  against `envs.chess.from_fen(fen).observation` one FEN at a time.
+- Stockfish at skill level 0, depth 1: the engine's time per move through python-chess
+  (skipped without a binary).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import chess  # noqa: E402
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+
+import envs  # noqa: E402
+from benchmarks._timing import median_time  # noqa: E402
+from envs import chess as ec  # noqa: E402
+from envs._src.chess import material as mat  # noqa: E402
+from envs._src.chess.encode import encode_batch, states_from_fens  # noqa: E402
+
+
+def random_fens(n: int, seed: int = 0) -> list[str]:
+    rng = random.Random(seed)
+    out = []
+    while len(out) < n:
+        board = chess.Board()
+        for _ in range(rng.randrange(10, 60)):
+            if board.is_game_over():
+                break
+            board.push(rng.choice(list(board.legal_moves)))
+        if not board.is_game_over():
+            out.append(board.fen())
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--fens", type=int, default=1024)
+    p.add_argument("--repeats", type=int, default=5)
+    args = p.parse_args()
+    env = envs.make("chess")
+    print(f"device: {jax.devices()[0].device_kind}")
+
+    states = states_from_fens(random_fens(args.batch))
+    key = jax.random.PRNGKey(0)
+    greedy = jax.jit(lambda s, k: mat.material_greedy_actions(env, s, k))
+    listing = jax.jit(jax.vmap(
+        lambda m: mat.legal_candidates(m, env.max_legal_actions).actions))
+    t0 = time.perf_counter()
+    jax.block_until_ready(greedy(states, key))
+    compile_s = time.perf_counter() - t0
+    t = median_time(lambda: greedy(states, key), args.repeats)
+    t_list = median_time(lambda: listing(states.legal_action_mask), args.repeats)
+    print(f"material-greedy, batch {args.batch}: {t * 1e3:.1f} ms per decision batch "
+          f"({args.batch / t:.0f} decisions/s, {args.batch * env.max_legal_actions / t:.0f} "
+          f"candidate moves/s); listing legal moves {t_list * 1e3:.2f} ms; first call "
+          f"(compile) {compile_s:.1f} s")
+
+    fens = random_fens(args.fens, seed=1)
+    jax.block_until_ready(encode_batch(fens))
+    t = median_time(lambda: encode_batch(fens), args.repeats)
+    few = fens[:64]
+    ec.from_fen(few[0])
+    t0 = time.perf_counter()
+    for fen in few:
+        jax.block_until_ready(ec.from_fen(fen).observation)
+    t_one = (time.perf_counter() - t0) / len(few)
+    print(f"encode_batch, {args.fens} FENs: {t * 1e3:.0f} ms ({args.fens / t:.0f} FENs/s); "
+          f"from_fen one at a time: {t_one * 1e3:.2f} ms per FEN ({1 / t_one:.0f} FENs/s)")
+
+    from turbozero.chess_referees import find_stockfish, open_stockfish
+    try:
+        find_stockfish()
+    except ValueError as err:
+        print(f"stockfish: skipped ({err})")
+        return
+    engine = open_stockfish()
+    try:
+        limit = chess.engine.Limit(depth=1)
+        boards = [chess.Board(f) for f in fens[:200]]
+        engine.play(boards[0], limit)
+        t0 = time.perf_counter()
+        for b in boards:
+            engine.play(b, limit)
+        per = (time.perf_counter() - t0) / len(boards)
+    finally:
+        engine.quit()
+    print(f"stockfish skill 0 depth 1: {per * 1e3:.2f} ms per move ({1 / per:.0f} moves/s)")
+
+
+if __name__ == "__main__":
+    main()
