@@ -158,7 +158,10 @@ class Trainer:
 
     # ----------------------------------------------------------------- state
     def _place(self, state: LoopState) -> LoopState:
-        """Params replicated; games and replay split over the mesh's "data" axis."""
+        """Params replicated; games and replay split over the mesh's "data" axis.
+
+        With several processes, `state` is the same whole value on every process (built from
+        the seed, or restored), and `device_put` keeps each process's own shards of it."""
         def data(x):
             return jax.device_put(x, self._data if x.ndim >= 1 else self._replicated)
 
@@ -315,7 +318,7 @@ class Trainer:
                                                 start, target):
             warnings.warn(message, stacklevel=2)
         bar = None
-        if progress:
+        if progress and distributed.is_primary():  # one bar however many processes run
             bar = report.tqdm_class()(total=target, initial=start, desc=f"train {cfg.game}",
                                       unit="it")
         explained = False
