@@ -4,8 +4,12 @@
 
 Every engine plays uniformly random legal moves and restarts a game when it ends. JAX engines
 run `steps` plies inside one jitted lax.scan (no Python per ply); the action is drawn the same
-way for both (the r-th legal action of the mask, r uniform), and a finished game is replaced by
-a fresh one. python-chess runs on one core: `list(board.legal_moves)` + `random.choice` +
+way for both (`envs.sampling.uniform_legal_action`: the r-th legal action of the mask, r
+uniform), and a finished game is replaced by a fresh one. envs.chess plays through
+`init_state` / `transition` (random play reads no observation, docs/chess.md "Observations on
+demand"); at the largest batch it is also timed through `init` / `step`, which build the
+8x8x122 observation every ply. pgx's step always builds its observation (pgx has no other
+path). python-chess runs on one core: `list(board.legal_moves)` + `random.choice` +
 `board.push`, restarting at mate/stalemate, the 50-move rule, insufficient material or 512
 plies. Also printed: the compile time of `jit(env.step)` (unbatched) and the share of a batched
 ply spent choosing the action.
@@ -23,20 +27,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
 
-
-def random_legal(key, mask):
-    """Uniform over the legal actions: the r-th True of the mask, found in two levels (73
-    blocks of 64) because a 4672-long cumsum is very slow on XLA:CPU."""
-    m = mask.reshape(73, 64)
-    per = jnp.sum(m, axis=1, dtype=jnp.int32)
-    cum = jnp.cumsum(per)
-    r = jax.random.randint(key, (), 0, jnp.maximum(cum[-1], 1))
-    blk = jnp.argmax(cum > r)
-    r2 = r - (cum[blk] - per[blk])
-    col = jnp.argmax(jnp.cumsum(m[blk].astype(jnp.int32)) > r2)
-    return (blk * 64 + col).astype(jnp.int32)
+from envs.sampling import uniform_legal_action  # noqa: E402
 
 
 def make_runner(init, step, batch: int, steps: int):
@@ -45,7 +37,7 @@ def make_runner(init, step, batch: int, steps: int):
     def body(carry, key):
         state, fresh = carry
         k1, k2 = jax.random.split(key)
-        a = jax.vmap(random_legal)(jax.random.split(k1, batch), state.legal_action_mask)
+        a = jax.vmap(uniform_legal_action)(jax.random.split(k1, batch), state.legal_action_mask)
         state = jax.vmap(step)(state, a)
         done = state.terminated | state.truncated
         state = jax.tree.map(
@@ -101,11 +93,11 @@ def bench_python_chess(seconds):
 
 def select_share(env, batch):
     """Fraction of one batched random ply spent in the action choice alone."""
-    fresh = jax.vmap(env.init)(jax.random.split(jax.random.PRNGKey(0), batch))
+    fresh = jax.vmap(env.init_state)(jax.random.split(jax.random.PRNGKey(0), batch))
     mask = fresh.legal_action_mask
     keys = jax.random.split(jax.random.PRNGKey(0), batch)
-    sel = jax.jit(jax.vmap(random_legal))
-    stp = jax.jit(jax.vmap(env.step))
+    sel = jax.jit(jax.vmap(uniform_legal_action))
+    stp = jax.jit(jax.vmap(env.transition))
     a = jax.block_until_ready(sel(keys, mask))
     jax.block_until_ready(stp(fresh, a))
     reps = 20
@@ -146,18 +138,22 @@ def main():
     print(f"compile jit(step), unbatched: envs.chess {ours_compile:.1f} s, pgx {pgx_compile:.1f} s")
     print(f"python-chess (1 core): {pc:,.0f} plies/s")
     print()
-    print("| batch | envs.chess steps/s | pgx chess steps/s | python-chess plies/s "
+    print("| batch | envs.chess transitions/s | pgx chess steps/s | python-chess plies/s "
           "| ours / python-chess | ours / pgx | scan compile ours / pgx (s) |")
     print("|---|---|---|---|---|---|---|")
     for b in args.batches:
-        ours, oc = bench_jax("ours", env.init, env.step, b, args.seconds)
+        ours, oc = bench_jax("ours", env.init_state, env.transition, b, args.seconds)
         theirs, tc = bench_jax("pgx", penv.init, lambda s, a: penv.step(s, a), b, args.seconds)
         print(f"| {b} | {ours:,.0f} | {theirs:,.0f} | {pc:,.0f} | {ours / pc:.2f}x | "
               f"{ours / theirs:.2f}x | {oc:.1f} / {tc:.1f} |", flush=True)
     b = max(args.batches)
+    with_obs, _ = bench_jax("ours+obs", env.init, env.step, b, args.seconds)
+    print()
+    print(f"batch {b}, envs.chess through init/step (observation every ply): {with_obs:,.0f} "
+          f"steps/s = {with_obs / pc:.2f}x python-chess")
     t_sel, t_step = select_share(env, b)
     print()
-    print(f"batch {b}: action choice {t_sel * 1e3:.2f} ms, envs.chess step {t_step * 1e3:.2f} ms "
+    print(f"batch {b}: action choice {t_sel * 1e3:.2f} ms, envs.chess transition {t_step * 1e3:.2f} ms "
           f"per batched ply (separate calls)")
     print(f"load avg at end {os.getloadavg()[0]:.2f}")
 
