@@ -70,14 +70,13 @@ def _position(board, color, castling, ep_raw, halfmove, fullmove, hist_board, hi
               hash_hist, step_count, max_plies):
     """Build every derived field of a state from a position (mover known, ep not cleaned)."""
     us, them, castle, ep = core.to_mover(board, color, castling, ep_raw)
-    mask, in_check, ep_legal = core.legal_moves(us, them, castle[:2], ep)
+    mask, in_check, ep_legal, has_moves = core.legal_moves(us, them, castle[:2], ep)
     ep_abs = jnp.where(ep_legal, ep_raw, -1).astype(jnp.int32)
     h = core.position_hash(board, color, castling, ep_abs)
     back = jnp.arange(1, HASH_HISTORY + 1)
     valid = (back <= halfmove) & (back <= step_count)
     same = jnp.all(hash_hist == h[None, :], axis=-1)
     rep = 1 + jnp.sum(valid & same).astype(jnp.int32)
-    has_moves = jnp.any(mask)
     reasons = jnp.stack([
         ~has_moves & in_check,
         ~has_moves & ~in_check,
@@ -86,6 +85,10 @@ def _position(board, color, castling, ep_raw, halfmove, fullmove, hist_board, hi
         rep >= 3,
     ])
     termination = jnp.where(jnp.any(reasons), jnp.argmax(reasons) + 1, 0).astype(jnp.int32)
+    # materialised: callers select whole states on `terminated | truncated` (restarting
+    # finished games), and XLA:CPU otherwise fused the terminal checks into every element of
+    # that select, e.g. 4672 times per game for the legal mask (docs/chess.md, "Random play")
+    termination = core._bar(termination)
     terminated = termination > 0
     truncated = ~terminated & (step_count >= max_plies)
     termination = jnp.where(truncated, core.PLY_CAP, termination)

@@ -19,8 +19,8 @@ Rules (NOTES.md, 3-player gomoku):
   move, else 0 (a MuZero reward target; `rewards` carries the placements).
 
 Action `a` is the cell `view_centre + (a // view - h, a % view - h)`, h = view // 2; the
-centre is the last stone (the board centre before the first one), moved to the nearest empty
-cell when the view around the last stone is full (`envs._src.gomoku.view`). Cells off the board
+centre is the last stone (the board centre before the first one), moved to an empty cell near
+it when the view around the last stone is full (`envs._src.gomoku.view`). Cells off the board
 or on a stone are illegal. The observation is float32[view, view, 2 P + 4]: the local view and
 a view-sized thumbnail of the whole board, from the seat of the player it is for.
 """
@@ -57,6 +57,7 @@ class GomokuState(State):
     board: int8[S, S], EMPTY or seat + 1.
     last_move: int32[2] (row, col) of the last stone, NO_CELL before the first.
     view_centre: int32[2] the board cell the local view (and the actions) are centred on.
+    row_empties: int32[S] empty cells per board row (the view centre's fallback reads it).
     chain_counts: int32[P, W + 1], per seat the number of chains of each length (index W:
         W or more; `envs._src.gomoku.lines`).
     winner: int32 the seat that made a line, NO_WINNER otherwise.
@@ -67,6 +68,7 @@ class GomokuState(State):
     board: Array = struct.field(default=None)
     last_move: Array = struct.field(default=None)
     view_centre: Array = struct.field(default=None)
+    row_empties: Array = struct.field(default=None)
     chain_counts: Array = struct.field(default=None)
     winner: Array = struct.field(default=None)
     places: Array = struct.field(default=None)
@@ -149,6 +151,7 @@ class Gomoku(Env):
             board=board,
             last_move=jnp.full(2, NO_CELL, jnp.int32),
             view_centre=centre,
+            row_empties=jnp.full(self.size, self.size, jnp.int32),
             chain_counts=jnp.zeros((self.num_players, self.win_length + 1), jnp.int32),
             winner=jnp.int32(NO_WINNER),
             places=jnp.full(self.num_players, UNRANKED, jnp.int32),
@@ -180,7 +183,8 @@ class Gomoku(Env):
         rewards = jnp.where(over, ranking.place_rewards(jnp.maximum(places, 0),
                                                         self.rewards_by_place), 0.0)
         last = jnp.stack([row, col]).astype(jnp.int32)
-        centre = vw.next_centre(board, last, self.view)
+        row_empties = state.row_empties.at[row].add(-1)
+        centre = vw.next_centre(board, row_empties, last, self.view)
         return state.replace(
             current_player=((player + 1) % self.num_players).astype(jnp.int32),
             rewards=rewards.astype(jnp.float32),
@@ -190,6 +194,7 @@ class Gomoku(Env):
             board=board,
             last_move=last,
             view_centre=centre,
+            row_empties=row_empties,
             chain_counts=counts,
             winner=winner,
             places=places,
@@ -288,10 +293,11 @@ class Gomoku(Env):
                         stones: Array) -> GomokuState:
         """The live state of a position whose last stone is `last` and whose view centre
         follows the rule from `anchor` (the last stone, or the board centre before any)."""
-        centre = vw.next_centre(board, anchor, self.view)
+        row_empties = jnp.sum(board == EMPTY, axis=1).astype(jnp.int32)
+        centre = vw.next_centre(board, row_empties, anchor, self.view)
         state = self._init(jax.random.PRNGKey(0)).replace(
             current_player=player, step_count=stones, board=board, last_move=last,
-            view_centre=centre,
+            view_centre=centre, row_empties=row_empties,
             chain_counts=lines.chain_counts(board, self.num_players, self.win_length),
             legal_action_mask=vw.legal_mask(board, centre, self.view))
         return self._with_observation(state)

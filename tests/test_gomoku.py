@@ -204,6 +204,7 @@ def test_incremental_counts_and_wins_match_numpy(three_games, two_games):
                 np.testing.assert_array_equal(
                     st.chain_counts[b, t], np_chain_counts(board, env.num_players,
                                                            env.win_length))
+                np.testing.assert_array_equal(st.row_empties[b, t], (board == 0).sum(axis=1))
             # the move that ended the game made a line; no earlier move did
             done = st.terminated[b] | st.truncated[b]
             end = int(np.argmax(done))
@@ -307,8 +308,8 @@ def test_view_centre_rule_and_action_map():
     assert env.action_cell(s, a) == (1, 2) and env.action_to_string(s, a) == "1,2"
     with pytest.raises(ValueError, match="outside the view"):
         env.string_to_action(s, "5,5")
-    # the view around the last stone is full: it moves to the nearest empty cell
-    # (Chebyshev distance, first in row-major order on a tie)
+    # the view around the last stone is full: it moves to the nearest row with an empty cell
+    # (upper on a tie), there to the empty cell nearest the stone's column (left on a tie)
     board = np.zeros((9, 9), np.int8)
     board[0:3, 0:3] = np.asarray([[1, 2, 3], [3, 1, 2], [2, 3, 1]])
     s = env.state_from_board(board, current_player=0, last_move=(0, 0))
@@ -324,13 +325,14 @@ def test_view_centre_rule_and_action_map():
         stones = np.argwhere(board)
         last = tuple(int(v) for v in stones[rng.integers(len(stones))])
         s = env.state_from_board(board, 0, last)
-        empty = np.argwhere(board == 0)
         if (np_window(board, last, 5) == 0).any():
             expect = last
         else:
             fallbacks += 1
-            d = np.maximum(abs(empty[:, 0] - last[0]), abs(empty[:, 1] - last[1]))
-            expect = tuple(empty[np.argmin(d)])
+            rows = [r for r in range(9) if (board[r] == 0).any()]
+            row = min(rows, key=lambda r: (abs(r - last[0]), r))
+            col = min(np.flatnonzero(board[row] == 0), key=lambda c: (abs(c - last[1]), c))
+            expect = (row, col)
         np.testing.assert_array_equal(s.view_centre, expect)
     assert fallbacks >= 3
 

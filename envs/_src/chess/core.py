@@ -12,6 +12,8 @@ The stored board (`State.board`) is absolute: uint32[12, 2], White P..K then Bla
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -144,13 +146,21 @@ def _bar(x):
     return jax.tree.unflatten(treedef, jax.lax.fori_loop(0, 2, body, leaves))
 
 
-def legal_moves(us_x: BB, them_x: BB, castle, ep):
+class LegalMoves(NamedTuple):
+    """What move generation tells about a position (the side to move's view)."""
+
+    mask: jnp.ndarray  # bool[4672] legal actions, mover frame
+    in_check: jnp.ndarray  # bool
+    ep_legal: jnp.ndarray  # bool: an en-passant capture is legal
+    has_moves: jnp.ndarray  # bool: any(mask), read off the from-square bitboards
+
+
+def legal_moves(us_x: BB, them_x: BB, castle, ep) -> LegalMoves:
     """Legal moves of the side to move, in the mover frame.
 
     us_x, them_x: BB[6]; castle: bool[2] (our king side, our queen side); ep: int32 square
-    (mover frame, rank 6) or -1. Returns (mask bool[4672], in_check bool, ep_legal bool).
-    Moves are found as to-square sets per (direction, distance) / knight offset and put in
-    action order by one static gather.
+    (mover frame, rank 6) or -1. Moves are found as from-square sets per (direction,
+    distance) / knight offset / underpromotion and expanded square-major into action order.
     """
     us_x, them_x = _bar((us_x, them_x))
     us = side_bbs(us_x)
@@ -248,13 +258,16 @@ def legal_moves(us_x: BB, them_x: BB, castle, ep):
     # from-major bits give the spec's layout directly: from * 56 + row, 3584 + from * 8 + k,
     # 4096 + from * 9 + dir * 3 + piece (each block is a contiguous [64, rows] array)
     queen, knights, promo = _bar((queen, knights, promo))
+    # `any(mask)` on the 4672 expanded bits cost more than the rest of the terminal checks;
+    # the 56 + 8 + 3 from-square bitboards hold the same information
+    has_moves = bbm.nz(bbm.reduce_or(queen, 0) | bbm.reduce_or(knights, 0) | bbm.reduce_or(promo, 0))
     promo9 = BB(jnp.repeat(promo.lo, 3), jnp.repeat(promo.hi, 3))  # dir * 3 + piece
     mask = jnp.concatenate([
         bbm.to_bits_sq_major(queen).astype(jnp.bool_).reshape(-1),
         bbm.to_bits_sq_major(knights).astype(jnp.bool_).reshape(-1),
         bbm.to_bits_sq_major(promo9).astype(jnp.bool_).reshape(-1),
     ])
-    return mask, in_check, ep_legal
+    return LegalMoves(mask, in_check, ep_legal, has_moves)
 
 
 # -------------------------------------------------------------------- make move
