@@ -291,7 +291,7 @@ def _check_against_reference(model, states, config, key=jax.random.PRNGKey(5)):
         k_noise = jax.random.split(key, 3)[0]  # the kernel's key for the root policy
         gumbel = np.asarray(config.root.gumbel_scale * jax.random.gumbel(
             k_noise, tree.children_prior[:, 0].shape))
-    for b in range(states.step_count.shape[0]):
+    for b in range(jax.tree_util.tree_leaves(states)[0].shape[0]):
         root = reference_search(model, _row(states, b), config,
                                 None if gumbel is None else gumbel[b])
         assert _kernel_tree(tree, b) == _reference_tree(root), f"game {b}"
@@ -380,3 +380,178 @@ CHESS_STATES = _stack([
 @pytest.mark.slow  # ~45 s on 2 cores, mostly compiling mctx's chess search
 def test_mctx_formulas_give_mctx_trees_on_chess():
     _check_against_mctx(CHESS, CHESS_EVAL, CHESS_STATES, 32)
+
+
+# ------------------------------------------------------------- explicit game trees as models
+class TableModel:
+    """A model of an explicit game tree: the embedding is a node id (int32[M]); each node has
+    a player, a terminal flag, children by action (-1 illegal), the reward vector of its
+    incoming edge, a value vector and prior logits. Hashable by identity, so jit may close
+    over it; written here so that the kernel is tested on more than two players."""
+
+    def __init__(self, player, terminal, children, reward, value, logits):
+        self.player = jnp.asarray(player, jnp.int32)  # [T]
+        self.terminal = jnp.asarray(terminal, bool)  # [T]
+        self.children = jnp.asarray(children, jnp.int32)  # [T, A]
+        self.reward = jnp.asarray(reward, jnp.float32)  # [T, P]
+        self.value = jnp.asarray(value, jnp.float32)  # [T, P]
+        self.logits = jnp.asarray(logits, jnp.float32)  # [T, A]
+        self.num_actions = self.children.shape[1]
+        self.num_players = self.reward.shape[1]
+        self.max_children = self.num_actions
+
+    def _out(self, node):
+        return ModelOutput(legal=self.children[node] >= 0, prior_logits=self.logits[node],
+                           value=jnp.where(self.terminal[node][:, None], 0.0, self.value[node]),
+                           player=self.player[node], terminal=self.terminal[node])
+
+    def root(self, params, node):
+        return node, self._out(node)
+
+    def step(self, params, key, node, action):
+        child = self.children[node, action]
+        return child, self.reward[child], self._out(child)
+
+
+def _full_tree_game(branching, depth, num_players, seed, leaf_rewards=None, values=True):
+    """Every node has `branching` actions; players move in turn; leaves at `depth` are terminal
+    with reward vectors (random unless given); interior values and priors are random."""
+    rng = np.random.default_rng(seed)
+    player, terminal, children, reward, parent_of = [0], [False], [], [np.zeros(num_players)], [-1]
+    level, d = [0], 0
+    while d < depth:
+        nxt = []
+        for n in level:
+            kids = []
+            for _ in range(branching):
+                kids.append(len(player))
+                player.append((d + 1) % num_players)
+                terminal.append(d + 1 == depth)
+                reward.append(np.zeros(num_players))
+                nxt.append(kids[-1])
+            children.append((n, kids))
+        level, d = nxt, d + 1
+    table = np.full((len(player), branching), -1)
+    for n, kids in children:
+        table[n] = kids
+    leaves = [n for n in range(len(player)) if terminal[n]]
+    lr = rng.uniform(-1, 1, (len(leaves), num_players)) if leaf_rewards is None else leaf_rewards
+    for n, r in zip(leaves, lr):
+        reward[n] = np.asarray(r)
+    value = rng.uniform(-0.5, 0.5, (len(player), num_players)) if values else np.zeros(
+        (len(player), num_players))
+    logits = rng.normal(0, 1, (len(player), branching)) if values else np.zeros(
+        (len(player), branching))
+    return TableModel(player, terminal, table, np.stack(reward), value, logits), table, lr
+
+
+THREE = _full_tree_game(3, 4, 3, seed=7)[0]
+THREE_ROOTS = jnp.zeros((2,), jnp.int32)
+
+
+@pytest.mark.parametrize("config", [
+    TreeSearchConfig(num_simulations=60, root=QUIET),
+    TreeSearchConfig(num_simulations=60, leaves_per_step=3, root=QUIET,
+                     selection=SpecPUCT(risk_beta=0.8, fpu_base=0.2)),
+    TreeSearchConfig(num_simulations=60, root=GumbelRoot(max_considered=2)),
+], ids=["spec", "L3-risk", "gumbel"])
+def test_kernel_matches_python_reference_with_three_players(config):
+    _check_against_reference(THREE, THREE_ROOTS, config)
+
+
+def _three_player_outcomes(seed):
+    """float[27, 3] leaf rewards of a 3-ply game (players 0, 1, 2 move once each, 3 actions):
+    players 0 and 1 get an amount fixed by the first two moves, player 2 one per leaf, so each
+    mover's Q is exact once the movers below it have settled."""
+    rng = np.random.default_rng(seed)
+    a01 = rng.uniform(-1, 1, (3, 3, 2))
+    a2 = rng.uniform(-1, 1, (3, 3, 3))
+    return np.asarray([[*a01[i // 9, (i // 3) % 3], a2[i // 9, (i // 3) % 3, i % 3]]
+                       for i in range(27)])
+
+
+def test_three_players_each_pick_their_own_best():
+    """Zero values, flat priors: each mover ends up on the child best for its own component
+    (max^n): the root plays the max^n move, which is not the move towards player 0's best
+    outcome (player 1 would not let it get there), players 1 and 2 below spend their visits on
+    their own best. Seed 5: every mover's best beats its second by >= 0.2."""
+    outcomes = _three_player_outcomes(5)
+    model, table, _ = _full_tree_game(3, 3, 3, seed=0, leaf_rewards=outcomes, values=False)
+    best1 = [int(np.argmax(outcomes[c * 9:(c + 1) * 9:3, 1])) for c in range(3)]
+    best = int(np.argmax([outcomes[c * 9 + 3 * best1[c], 0] for c in range(3)]))
+    assert best != int(np.argmax(outcomes[:, 0])) // 9
+    config = TreeSearchConfig(num_simulations=300, root=QUIET, temperature=0.0)
+    result, tree = _kernel(model, jnp.zeros((1,), jnp.int32), jax.random.PRNGKey(0), config)
+    assert int(result.action[0]) == best
+    paths = _kernel_paths(tree, 0)
+    visits = np.asarray(tree.node_visits[0])
+    for path, n in paths.items():
+        kids = [paths.get(path + (a,)) for a in range(3)]
+        if len(path) in (1, 2) and visits[n] >= 30 and all(k is not None for k in kids):
+            leaf0 = path[0] * 9 + (path[1] * 3 if len(path) == 2 else 0)
+            step = 3 if len(path) == 1 else 1
+            mine = outcomes[leaf0:leaf0 + 3 * step:step, len(path)]  # the mover's outcomes
+            assert int(np.argmax(visits[kids])) == int(np.argmax(mine)), path
+
+
+def test_risk_beta_prefers_or_avoids_variance():
+    """Root (player 0): action 0 leads to outcomes (0, 0) or (0, 0), action 1 to (+0.6, 0) or
+    (-0.6, 0). Player 1 chooses there and is indifferent, so both children have mean ~0 and
+    action 1 has variance 0.36: beta > 0 visits it more, beta < 0 less."""
+    player = [0, 1, 1, 0, 0, 0, 0]
+    terminal = [False, False, False, True, True, True, True]
+    children = [[1, 2], [3, 4], [5, 6], [-1, -1], [-1, -1], [-1, -1], [-1, -1]]
+    reward = [[0, 0]] * 5 + [[0.6, 0], [-0.6, 0]]
+    model = TableModel(player, terminal, children, reward, np.zeros((7, 2)), np.zeros((7, 2)))
+    roots = jnp.zeros((1,), jnp.int32)
+    visits = {}
+    for beta in (-1.0, 0.0, 1.0):
+        config = TreeSearchConfig(num_simulations=60, root=QUIET,
+                                  selection=SpecPUCT(risk_beta=beta))
+        result, _ = _kernel(model, roots, jax.random.PRNGKey(0), config)
+        visits[beta] = np.asarray(result.root_visits[0])
+        if beta:  # spec §5.10 with only the risky child's variance: above 0 for beta > 0
+            assert (float(result.risk_value[0]) > 0) == (beta > 0)
+    assert abs(int(visits[0.0][1]) - int(visits[0.0][0])) <= 2
+    assert visits[1.0][1] > visits[1.0][0] + 10
+    assert visits[-1.0][1] + 10 < visits[-1.0][0]
+
+
+# ------------------------------------------------------------------------------ chess play
+def _uniform_chess(variables, obs):
+    return jnp.zeros((obs.shape[0], CHESS.num_actions)), jnp.zeros((obs.shape[0],))
+
+
+UNIFORM_CHESS = EnvModel(CHESS, mctx_policies.NetworkEvaluator(_uniform_chess))
+
+
+def _mates_after(fen, uci):
+    import chess
+
+    board = chess.Board(fen)
+    board.push_uci(uci)
+    if board.is_checkmate():
+        return "mates"
+    for reply in list(board.legal_moves):
+        board.push(reply)
+        mate = board.is_checkmate()
+        board.pop()
+        if mate:
+            return "allows mate"
+    return "safe"
+
+
+MATE_FENS = ["6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1", "r5k1/5ppp/8/8/8/8/5PPP/6K1 b - - 0 1"]
+AVOID_FENS = ["r5k1/5ppp/8/8/8/8/5PPP/1R4K1 w - - 0 1", "1r4k1/5ppp/8/8/8/8/5PPP/R5K1 b - - 0 1"]
+
+
+def test_chess_mate_in_one_found_and_walking_into_one_avoided_by_both_colours():
+    fens = MATE_FENS + AVOID_FENS
+    states = _stack([CHESS.from_fen(f) for f in fens])
+    config = TreeSearchConfig(num_simulations=400, root=QUIET, temperature=0.0)
+    result, _ = _kernel(UNIFORM_CHESS, states, jax.random.PRNGKey(0), config)
+    verdicts = [_mates_after(f, envs.chess.decode_action(CHESS.from_fen(f), int(a)))
+                for f, a in zip(fens, np.asarray(result.action))]
+    assert verdicts == ["mates", "mates", "safe", "safe"]
+    # the bad moves were found out: every rook move off the back rank was refuted
+    assert float(result.root_value[0]) > 0.9 and float(result.root_value[1]) > 0.9

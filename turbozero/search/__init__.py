@@ -1,5 +1,6 @@
-"""Searches behind one interface: mctx policies over the true dynamics of any turn-based env,
-and Monte-Carlo graph search (`mcgs`) for simultaneous two-player games."""
+"""Searches behind one interface: the library's tree kernel (`TreeSearchConfig`) or mctx
+policies (`SearchConfig`) over the true dynamics of any turn-based env, and Monte-Carlo graph
+search (`mcgs`) for simultaneous two-player games."""
 
 from turbozero.search.mcgs import (
     MCGSConfig,
@@ -17,8 +18,14 @@ from turbozero.search.mctx_policies import (
     random_actions,
     search,
 )
+from turbozero.search.kernel import TreeSearchConfig, TreeSearchResult, tree_search
+from turbozero.search.model import EnvModel, ModelOutput
+from turbozero.search.roots import GumbelRoot, PUCTRoot
+from turbozero.search.selection import MctxPUCT, SpecPUCT
 
 __all__ = [
+    "EnvModel", "GumbelRoot", "MctxPUCT", "ModelOutput", "PUCTRoot", "SpecPUCT",
+    "TreeSearchConfig", "TreeSearchResult", "tree_search",
     "MCGSConfig", "MCGSOutput", "NetworkEvaluator", "SearchConfig", "SearchOutput",
     "greedy_actions", "make_mcgs_fn", "mcgs_search", "network_eval_fn", "random_actions",
     "search", "uniform_eval_fn",

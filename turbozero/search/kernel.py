@@ -18,7 +18,8 @@ import jax
 import jax.numpy as jnp
 
 from turbozero.search.backup import backup
-from turbozero.search.model import ModelOutput
+from turbozero.search.model import EnvModel, ModelOutput
+from turbozero.search.mctx_policies import SearchOutput
 from turbozero.search.roots import GumbelRoot, PUCTRoot, RootExtra
 from turbozero.search.selection import MctxPUCT, SpecPUCT, masked_argmax, node_stats
 from turbozero.search.tree import (
@@ -88,12 +89,11 @@ class TreeSearchConfig:
 
 
 @chex.dataclass(frozen=True)
-class TreeSearchResult:
-    """What one search returns (leading axis B everywhere)."""
+class TreeSearchResult(SearchOutput):
+    """What one search returns (leading axis B everywhere): `SearchOutput`'s action,
+    action_weights (visits, or the Gumbel improved policy) and root_value (for the player to
+    move), and more."""
 
-    action: jax.Array  # int32[B] action to play
-    action_weights: jax.Array  # float32[B, A] policy target (visits, or Gumbel improved policy)
-    root_value: jax.Array  # float32[B] searched root value for the player to move
     root_values: jax.Array  # float32[B, P] searched root value per player
     risk_value: jax.Array  # float32[B] LogSumExp risk value of the root (spec §5.10; 0 if beta 0)
     root_visits: jax.Array  # int32[B, A] visits of the root's children
@@ -346,3 +346,17 @@ def tree_search(
         nodes_used=tree.next_node,
     )
     return result, tree
+
+
+def search_env(env, evaluator, variables, states, key: jax.Array,
+               config: TreeSearchConfig) -> TreeSearchResult:
+    """`turbozero.search.search` on the kernel: the true dynamics of `env` (`EnvModel`).
+
+    With `config.temperature_moves` set, games whose `step_count` is below it act with
+    `config.temperature` and the others take the most visited action (spec §6.6)."""
+    temperature = jnp.full(states.step_count.shape, config.temperature, jnp.float32)
+    if config.temperature_moves is not None:
+        temperature = jnp.where(states.step_count < config.temperature_moves, temperature, 0.0)
+    result, _ = tree_search(EnvModel(env, evaluator), variables, states, key, config,
+                            temperature=temperature)
+    return result

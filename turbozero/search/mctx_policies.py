@@ -277,7 +277,13 @@ def search(
     """Search from a batch of decision states (leading axis B) and propose actions.
 
     Pure and jittable (close over `env`, `evaluator` and `config`, which are static).
+    A `TreeSearchConfig` runs the library's own tree kernel (`turbozero.search.kernel`, which
+    returns a `TreeSearchResult`, a `SearchOutput` with more fields); a `SearchConfig` runs mctx.
     """
+    from turbozero.search.kernel import TreeSearchConfig, search_env  # kernel imports this module
+
+    if isinstance(config, TreeSearchConfig):
+        return search_env(env, evaluator, variables, states, key, config)
     if env.is_simultaneous:
         raise ValueError(
             f"{env.id} is a simultaneous-move game: use turbozero.search.mcgs, not mctx"

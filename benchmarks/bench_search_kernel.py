@@ -1,0 +1,117 @@
+"""The tree kernel (turbozero/search/kernel.py) against mctx's `muzero_policy`, side by side.
+
+    python benchmarks/bench_search_kernel.py speed [--games chess pacosako] [--batches 16 64]
+    python benchmarks/bench_search_kernel.py memory [--batch 512 --sims 800]
+    python benchmarks/bench_search_kernel.py leaves [--game chess --batch 16 --sims 64]
+    python benchmarks/bench_search_kernel.py reuse [--game chess --batch 16 --sims 64]
+
+speed: simulations/s of one search (same env, network, simulations), both through
+`turbozero.search.search`, mctx with `SearchConfig`, the kernel with `TreeSearchConfig`.
+memory: XLA's `memory_analysis()` of the compiled search (lowered and compiled, not run).
+leaves: time per search for L = 1, 4, 8 leaves per step at equal total simulations.
+reuse: evaluations carried into the next move's search by `reuse_subtree` during self-play.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import jax
+import jax.numpy as jnp
+
+import envs
+from turbozero.games import build_network, game_spec
+from turbozero.search import (
+    NetworkEvaluator, PUCTRoot, SearchConfig, TreeSearchConfig, random_actions, search)
+
+from _timing import median_time  # benchmarks/_timing.py (this script's folder)
+
+TINY = {"num_filters": 8, "num_blocks": 1}
+
+
+def _setup(game: str, batch: int, plies: int = 6):
+    env = envs.make(game)
+    spec = game_spec(game)
+    net = build_network(spec, env, dict(TINY))
+    states = jax.vmap(env.init)(jax.random.split(jax.random.PRNGKey(0), batch))
+    step = jax.jit(jax.vmap(env.step))
+    for i in range(plies):  # a few random plies so that the games differ
+        states = step(states, random_actions(states, jax.random.PRNGKey(i)))
+    variables = net.init(jax.random.PRNGKey(1), states.observation[:1])
+    return env, NetworkEvaluator(net.apply, spec.value_format), variables, states
+
+
+def _search_fn(env, evaluator, config):
+    return jax.jit(lambda v, s, k: search(env, evaluator, v, s, k, config).action_weights)
+
+
+def speed(games, batches, sims, repeats):
+    print(f"| game | batch | sims | mctx sims/s | kernel sims/s | speed-up | ({jax.devices()[0].platform})")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for game in games:
+        for batch in batches:
+            env, ev, variables, states = _setup(game, batch)
+            key = jax.random.PRNGKey(3)
+            mctx_fn = _search_fn(env, ev, SearchConfig(num_simulations=sims))
+            ours_fn = _search_fn(env, ev, TreeSearchConfig(num_simulations=sims))
+            t_mctx = median_time(lambda: mctx_fn(variables, states, key), repeats)
+            t_ours = median_time(lambda: ours_fn(variables, states, key), repeats)
+            r_mctx, r_ours = batch * sims / t_mctx, batch * sims / t_ours
+            print(f"| {game} | {batch} | {sims} | {r_mctx:.0f} | {r_ours:.0f} | "
+                  f"{r_ours / r_mctx:.1f}x |", flush=True)
+
+
+def memory(game, batch, sims):
+    env, ev, variables, states = _setup(game, 1, plies=0)
+    big = jax.tree_util.tree_map(
+        lambda x: jax.ShapeDtypeStruct((batch,) + x.shape[1:], x.dtype), states)
+    key = jax.ShapeDtypeStruct((2,), jnp.uint32)
+    print(f"| search | {game} games x sims | temporaries GiB | arguments GiB | output GiB |")
+    print("| --- | --- | --- | --- | --- |")
+    for name, cfg in (("kernel", TreeSearchConfig(num_simulations=sims)),
+                      ("mctx", SearchConfig(num_simulations=sims))):
+        fn = jax.jit(lambda v, s, k, cfg=cfg: search(env, ev, v, s, k, cfg).action_weights)
+        m = fn.lower(variables, big, key).compile().memory_analysis()
+        g = 2.0 ** 30
+        print(f"| {name} | {batch} x {sims} | {m.temp_size_in_bytes / g:.2f} | "
+              f"{m.argument_size_in_bytes / g:.3f} | {m.output_size_in_bytes / g:.3f} |",
+              flush=True)
+
+
+def leaves(game, batch, sims, repeats):
+    env, ev, variables, states = _setup(game, batch)
+    key = jax.random.PRNGKey(3)
+    print(f"| game | batch | sims | L | ms per search | ({jax.devices()[0].platform})")
+    print("| --- | --- | --- | --- | --- |")
+    for num_l in (1, 4, 8):
+        fn = _search_fn(env, ev, TreeSearchConfig(num_simulations=sims, leaves_per_step=num_l))
+        t = median_time(lambda: fn(variables, states, key), repeats)
+        print(f"| {game} | {batch} | {sims} | {num_l} | {t * 1e3:.0f} |", flush=True)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("what", choices=["speed", "memory", "leaves", "reuse"])
+    p.add_argument("--games", nargs="+", default=["chess", "pacosako"])
+    p.add_argument("--game", default="chess")
+    p.add_argument("--batches", nargs="+", type=int, default=[16, 64])
+    p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--sims", type=int, default=64)
+    p.add_argument("--repeats", type=int, default=3)
+    a = p.parse_args()
+    if a.what == "speed":
+        speed(a.games, a.batches, a.sims, a.repeats)
+    elif a.what == "memory":
+        memory(a.game, a.batch, a.sims)
+    elif a.what == "leaves":
+        leaves(a.game, a.batch, a.sims, a.repeats)
+    else:
+        reuse(a.game, a.batch, a.sims)
+
+
+def reuse(game, batch, sims):
+    raise SystemExit("reuse: see turbozero.search.reuse (not measured yet)")
+
+
+if __name__ == "__main__":
+    main()
