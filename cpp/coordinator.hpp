@@ -126,12 +126,19 @@ class Coordinator {
  private:
   struct Game {
     Game(const CoordinatorConfig& cfg, int32_t g)
-        : tree(cfg.search, cfg.nodes_per_block, cfg.max_blocks, g * cfg.slots_per_game, cfg.slots_per_game),
-          rng(cfg.seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(g) + 1) {}
+        : index(g),
+          tree(cfg.search, cfg.nodes_per_block, cfg.max_blocks, g * cfg.slots_per_game, cfg.slots_per_game),
+          rng(cfg.seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(g) + 1),
+          root_action(g) {}
+    int32_t index;
     GameTree tree;
     std::mt19937_64 rng;
     GameRecord record;
     bool root_requested = false;
+    // where the next fresh root comes from: a new game (its index as the action), or the
+    // previous root's state by the played action when the kept subtree would not fit
+    int32_t root_parent = kNewGame;
+    int32_t root_action = 0;
     bool done = false;
     int32_t sims = 0;
     int32_t in_flight = 0;
@@ -153,7 +160,9 @@ class Coordinator {
           if (game->done) continue;
           any_open = true;
           if (!game->root_requested) {
-            push(game, game->tree.new_root(kNewGame), reqs, tokens, out);
+            // a new game's request carries the game's index as its action: the evaluator seeds
+            // the first state with it, so the game can be replayed (training samples)
+            push(game, game->tree.new_root(game->root_parent, game->root_action), reqs, tokens, out);
             game->root_requested = true;
             continue;
           }
@@ -250,6 +259,12 @@ class Coordinator {
       game->done = true;
     } else if (!child->has(kExpanded)) {
       throw std::logic_error("play_move: the chosen child was never evaluated");
+    } else if (static_cast<int64_t>(child->visits.load()) + cfg_.num_simulations +
+                   cfg_.leaves_per_step + 1 > cfg_.slots_per_game) {
+      // the kept subtree could crowd out this move's simulations: start afresh from the child
+      game->root_parent = root->state_slot;
+      game->root_action = child->action;
+      game->root_requested = false;
     } else {
       tree.advance(idx);
       tree.sample_root_noise(game->rng);

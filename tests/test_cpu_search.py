@@ -415,7 +415,7 @@ def test_missing_extension_leaves_jax_working_and_the_cpu_path_raises(monkeypatc
     import jax.numpy as jnp
     import mctx
 
-    from turbozero.search import SpecPUCT, tree_search  # noqa: F401
+    from turbozero.search import SearchConfig, search  # noqa: F401
 
     out = mctx.muzero_policy(
         params=(), rng_key=jax.random.PRNGKey(0),

@@ -32,7 +32,7 @@ def _build_and_run(tmp_path: pathlib.Path, sanitize: str, env_extra: dict) -> st
                          env=env, timeout=600)
     out = run.stdout + run.stderr
     assert run.returncode == 0, out
-    assert "4 passed, 0 failed" in out, out
+    assert "5 passed, 0 failed" in out, out
     assert "ERROR: AddressSanitizer" not in out and "runtime error" not in out, out
     assert "WARNING: ThreadSanitizer" not in out, out
     return out

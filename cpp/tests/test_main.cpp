@@ -139,7 +139,7 @@ void test_stress() {
   CHECK(r.delivered == r.expected);
 }
 
-void test_coordinator() {
+void coordinator_games(int32_t slots_per_game) {
   tz::CoordinatorConfig cfg;
   cfg.num_workers = 3;
   cfg.num_games = 5;
@@ -148,7 +148,7 @@ void test_coordinator() {
   cfg.max_moves = 6;
   cfg.nodes_per_block = 256;
   cfg.max_blocks = 16;
-  cfg.slots_per_game = 256;
+  cfg.slots_per_game = slots_per_game;
   cfg.queue_capacity = 16;
   cfg.timeout_s = 60;
   tz::Coordinator c(cfg);
@@ -188,6 +188,10 @@ void test_coordinator() {
   }
 }
 
+void test_coordinator() { coordinator_games(256); }
+// 40 slots < kept subtree + 24 simulations: moves start afresh from the played child's state
+void test_coordinator_without_reuse() { coordinator_games(40); }
+
 }  // namespace
 
 int main() {
@@ -195,6 +199,7 @@ int main() {
   run("search_and_reuse", test_search_and_reuse);
   run("stress_queue", test_stress);
   run("coordinator", test_coordinator);
+  run("coordinator_without_reuse", test_coordinator_without_reuse);
   std::printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
 }

@@ -1,0 +1,250 @@
+"""Self-play on the CPU path: C++ worker threads search, one jitted JAX function evaluates
+(docs/cpu_search.md, "Self-play").
+
+The states live in a device-side pool of `num_games * slots_per_game + 1` slots (the last one a
+scratch slot for padding rows). Each collected batch of requests `(parent_slot, action,
+dest_slot)` goes through one jitted call: step the parent state by the action (or make a new
+game's first state) into `dest_slot`, observe it, run the network, and return the legal
+actions, priors, value for the player to move and terminal flags. Batches are padded to a few
+compiled sizes (`batch_tiers`), the JAX analogue of CUDA-graph tiers: one compile per tier.
+The C++ threads never touch Python; `collect` releases the GIL while it waits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any, Callable, NamedTuple, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from turbozero.search.cpu._ext import require_extension
+from turbozero.search.cpu.tree import NEW_GAME, NO_ACTION, CPUSearchConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class CPUSelfPlayConfig:
+    """num_games games at once, game g on worker g % num_workers; num_simulations new
+    simulations per move (the played child's subtree is kept), leaves_per_step leaves per game
+    per round (virtual loss between them); temperature for the first temperature_moves moves
+    then the most visited move; max_moves cuts a game (a draw). batch_tiers: the compiled
+    batch sizes (the largest is the most requests one evaluator call takes)."""
+
+    search: CPUSearchConfig = CPUSearchConfig()
+    num_workers: int = 1
+    num_games: int = 8
+    num_simulations: int = 64
+    leaves_per_step: int = 1
+    max_moves: int = 512
+    temperature: float = 1.0
+    temperature_moves: int = 30
+    nodes_per_block: int = 16384
+    max_blocks: int = 64
+    slots_per_game: Optional[int] = None  # None: 4 * (num_simulations + leaves_per_step + 1)
+    batch_tiers: tuple[int, ...] = (8, 32, 128)
+    timeout_s: float = 300.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("num_workers", "num_games", "num_simulations", "leaves_per_step",
+                     "max_moves"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
+        if self.temperature_moves < 0:
+            raise ValueError(f"temperature_moves must be >= 0, got {self.temperature_moves}")
+        if self.slots_per_game is not None and self.slots_per_game < 2:
+            raise ValueError(f"slots_per_game must be >= 2, got {self.slots_per_game}")
+        if not self.batch_tiers or any(t < 1 for t in self.batch_tiers) or \
+                list(self.batch_tiers) != sorted(set(self.batch_tiers)):
+            raise ValueError(f"batch_tiers must be increasing sizes >= 1, got {self.batch_tiers}")
+        if not self.timeout_s > 0:
+            raise ValueError(f"timeout_s must be > 0, got {self.timeout_s}")
+
+    @property
+    def state_slots_per_game(self) -> int:
+        if self.slots_per_game is not None:
+            return self.slots_per_game
+        return 4 * (self.num_simulations + self.leaves_per_step + 1)
+
+    def to_native(self):
+        ext = require_extension()
+        c = ext.CoordinatorConfig()
+        c.search = self.search.to_native()
+        c.num_workers = self.num_workers
+        c.num_games = self.num_games
+        c.num_simulations = self.num_simulations
+        c.leaves_per_step = self.leaves_per_step
+        c.max_moves = self.max_moves
+        c.temperature = float(self.temperature)
+        c.temperature_moves = self.temperature_moves
+        c.nodes_per_block = self.nodes_per_block
+        c.max_blocks = self.max_blocks
+        c.slots_per_game = self.state_slots_per_game
+        per_worker = -(-self.num_games // self.num_workers)
+        c.queue_capacity = max(per_worker * self.leaves_per_step, self.batch_tiers[-1])
+        c.timeout_s = float(self.timeout_s)
+        c.seed = self.seed
+        c.validate()
+        return c
+
+
+class PoolOutput(NamedTuple):
+    """One evaluated batch (T: the tier size, K: env.max_legal_actions)."""
+
+    actions: jax.Array  # int32[T, K] legal actions in increasing order, NO_ACTION pads
+    priors: jax.Array  # float32[T, K] softmax of the logits over the legal actions
+    value: jax.Array  # float32[T] network value (terminal: the reward) for the player to move
+    player: jax.Array  # int32[T]
+    terminal: jax.Array  # bool[T]
+
+
+def _select_rows(mask: jax.Array, a, b):
+    return jnp.where(mask.reshape(mask.shape + (1,) * (a.ndim - 1)), a, b)
+
+
+def make_pool_evaluator(env, evaluator: Callable[..., tuple[jax.Array, jax.Array]], key):
+    """`evaluate(pool, params, parent, action, dest) -> (pool, PoolOutput)`, jitted with the pool
+    donated. `evaluator(params, observation[T, ...]) -> (logits [T, A], value [T])` with the
+    value for the player to move (a two-player zero-sum game or a one-player game). New games
+    (`parent == NEW_GAME`) start from `env.init(fold_in(key, action))`: `action` carries the
+    game's index, so a game can be replayed."""
+    k = int(getattr(env, "max_legal_actions", env.num_actions))
+    num_actions = env.num_actions
+    descending = jnp.arange(num_actions, 0, -1, dtype=jnp.int32)  # [A] A..1: lowest id first
+
+    def evaluate(pool, params, parent, action, dest):
+        new_game = parent == NEW_GAME
+        fresh = jax.vmap(lambda g: env.init_state(jax.random.fold_in(key, g)))(
+            jnp.maximum(action, 0))
+        prev = jax.tree_util.tree_map(lambda x: x[jnp.maximum(parent, 0)], pool)
+        step_keys = jax.vmap(lambda p, a: jax.random.fold_in(jax.random.fold_in(key, p), a))(
+            jnp.maximum(parent, 0), jnp.maximum(action, 0))
+        stepped = jax.vmap(env.transition)(prev, jnp.maximum(action, 0), step_keys)
+        child = jax.tree_util.tree_map(lambda a, b: _select_rows(new_game, a, b), fresh, stepped)
+        pool = jax.tree_util.tree_map(lambda p, c: p.at[dest].set(c), pool, child)
+        obs = jax.vmap(env.observe)(child)
+        logits, value = evaluator(params, obs)
+        legal = child.legal_action_mask
+        player = child.current_player.astype(jnp.int32)
+        terminal = child.terminated | child.truncated
+        reward = jnp.take_along_axis(child.rewards, player[:, None], axis=1)[:, 0]
+        value = jnp.where(terminal, reward, value).astype(jnp.float32)
+        masked = jnp.where(legal, logits, -jnp.inf)
+        probs = jax.nn.softmax(masked, axis=-1)
+        # the K legal actions of smallest id: top_k over A..1 on the legal ones, 0 elsewhere
+        score, idx = jax.lax.top_k(jnp.where(legal, descending[None], 0), k)
+        actions = jnp.where(score > 0, idx, NO_ACTION).astype(jnp.int32)
+        priors = jnp.where(score > 0, jnp.take_along_axis(probs, idx, axis=1), 0.0)
+        priors = jnp.nan_to_num(priors.astype(jnp.float32))  # terminal rows: no legal action
+        return pool, PoolOutput(actions, priors, value, player, terminal)
+
+    return jax.jit(evaluate, donate_argnums=(0,))
+
+
+def make_state_pool(env, num_slots: int):
+    """A pytree of `num_slots` states (observation left out: computed on demand)."""
+    one = env.init_state(jax.random.PRNGKey(0))
+    return jax.tree_util.tree_map(lambda x: jnp.zeros((num_slots,) + x.shape, x.dtype), one)
+
+
+class SelfPlayGames(NamedTuple):
+    """Finished games as training samples (N: all moves of all games)."""
+
+    observation: np.ndarray  # [N, ...] the network input at each searched root
+    policy: np.ndarray  # float32[N, A] root visit distribution over all actions
+    value: np.ndarray  # float32[N] the game's outcome for the player to move (0: cut or draw)
+    player: np.ndarray  # int32[N]
+    action: np.ndarray  # int32[N] the action played
+    game: np.ndarray  # int32[N] game index
+    terminated: np.ndarray  # bool[G] ended by the rules (False: cut by max_moves)
+    stats: dict  # simulations, requests, collisions, moves, batches, seconds
+
+
+def cpu_self_play(env, evaluator, params, config: CPUSelfPlayConfig, key: jax.Array,
+                  pool_evaluator=None) -> SelfPlayGames:
+    """Play config.num_games games with the CPU path and return them as training samples.
+
+    `pool_evaluator` (from `make_pool_evaluator(env, evaluator, key)`) may be passed to reuse
+    its compiled tiers across calls; it fixes the key that seeds the games.
+    """
+    ext = require_extension()
+    if env.is_simultaneous or env.is_stochastic:
+        raise ValueError(f"{env.id}: the CPU path searches deterministic turn-based games")
+    if env.num_players > 2:
+        raise ValueError(f"{env.id}: the CPU path backs up one zero-sum value (<= 2 players)")
+    coord = ext.Coordinator(config.to_native())
+    num_slots = coord.num_state_slots + 1  # + a scratch slot for padding rows
+    scratch = num_slots - 1
+    pool = make_state_pool(env, num_slots)
+    evaluate = pool_evaluator or make_pool_evaluator(env, evaluator, key)
+    tiers = config.batch_tiers
+    max_batch = tiers[-1]
+    parent = np.zeros(max_batch, np.int32)
+    action = np.zeros(max_batch, np.int32)
+    dest = np.zeros(max_batch, np.int32)
+    batches = 0
+    start = time.perf_counter()
+    last_progress = start
+    coord.start()
+    try:
+        while not coord.finished():
+            n = coord.collect(parent, action, dest, max_batch, 0.05)
+            now = time.perf_counter()
+            if n == 0:
+                if now - last_progress > config.timeout_s:
+                    raise TimeoutError(f"cpu_self_play: no request for {config.timeout_s} s")
+                continue
+            last_progress = now
+            tier = next(t for t in tiers if t >= n)
+            pad = tier - n
+            p = np.concatenate([parent[:n], np.full(pad, NEW_GAME, np.int32)])
+            a = np.concatenate([action[:n], np.zeros(pad, np.int32)])
+            d = np.concatenate([dest[:n], np.full(pad, scratch, np.int32)])
+            pool, out = evaluate(pool, params, p, a, d)
+            out = jax.device_get(out)
+            coord.submit_results(np.ascontiguousarray(out.actions[:n]),
+                                 np.ascontiguousarray(out.priors[:n]),
+                                 np.ascontiguousarray(out.value[:n]),
+                                 np.ascontiguousarray(out.player[:n]),
+                                 np.ascontiguousarray(out.terminal[:n]))
+            batches += 1
+    except BaseException:
+        coord.stop()
+        try:
+            coord.join()
+        except Exception:  # the worker's error is secondary to the one raised here
+            pass
+        raise
+    coord.join()  # rethrows a worker's exception
+    seconds = time.perf_counter() - start
+    stats = dict(coord.stats(), batches=batches, seconds=seconds)
+    return _samples(env, coord.records(), key, stats)
+
+
+def _samples(env, records: list, key, stats: dict) -> SelfPlayGames:
+    """Replay each game from its seed to get the observation at every searched root."""
+    obs, pol, val, ply, act, gid = [], [], [], [], [], []
+    step = jax.jit(env.transition)
+    observe = jax.jit(env.observe)
+    for g, rec in enumerate(records):
+        state = env.init_state(jax.random.fold_in(key, g))
+        for m in rec["moves"]:
+            obs.append(np.asarray(observe(state)))
+            policy = np.zeros(env.num_actions, np.float32)
+            visits = m["visits"].astype(np.float32)
+            policy[m["actions"]] = visits / max(visits.sum(), 1.0)
+            pol.append(policy)
+            val.append(m["outcome"])
+            ply.append(m["player"])
+            act.append(m["action"])
+            gid.append(g)
+            state = step(state, jnp.int32(m["action"]))
+    return SelfPlayGames(
+        observation=np.stack(obs), policy=np.stack(pol), value=np.asarray(val, np.float32),
+        player=np.asarray(ply, np.int32), action=np.asarray(act, np.int32),
+        game=np.asarray(gid, np.int32),
+        terminated=np.asarray([r["terminated"] for r in records], bool), stats=stats)
