@@ -3,8 +3,8 @@
     python benchmarks/bench_gomoku.py [--size 100] [--win-length 8] [--players 3] [--view 21]
                                       [--batches 64 1024] [--steps 32] [--repeats 3]
 
-* env steps/s: each batch runs `steps` random legal moves per game inside one jitted
-  lax.scan (games that end restart), with `transition` (no observation: random play, search
+* env steps/s: each batch runs `steps` random legal moves per game (`envs.sampling`'s
+  uniform_legal_action) inside one jitted lax.scan (games that end restart), with `transition` (no observation: random play, search
   expansion) and with `step` (the observation of every state). Best of `repeats` calls, after a
   call that compiles.
 * bytes per state: the state pytree without its observation, and the observation alone.
@@ -30,6 +30,7 @@ import numpy as np  # noqa: E402
 import envs  # noqa: E402
 from envs._src.gomoku import lines  # noqa: E402
 from envs._src.gomoku import view as vw  # noqa: E402
+from envs.sampling import uniform_legal_action  # noqa: E402
 
 
 def make_runner(env, batch: int, steps: int, with_observation: bool):
@@ -42,8 +43,8 @@ def make_runner(env, batch: int, steps: int, with_observation: bool):
 
         def body(state, k):
             ka, kr = jax.random.split(k)
-            logits = jnp.where(state.legal_action_mask, 0.0, -jnp.inf)
-            a = jax.random.categorical(ka, logits, axis=-1).astype(jnp.int32)
+            a = jax.vmap(uniform_legal_action)(jax.random.split(ka, batch),
+                                               state.legal_action_mask)
             state = step(state, a)
             fresh = init(jax.random.split(kr, batch))
             done = state.terminated | state.truncated
