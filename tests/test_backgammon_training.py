@@ -109,7 +109,7 @@ def test_short_training_run_lowers_value_and_policy_loss(short_run):
 
     # The policy loss is a cross-entropy whose floor is the entropy of the search targets; the
     # part the network can remove is the KL divergence (cross-entropy - entropy).
-    w = np.asarray(batch.policy_weights)
+    w = np.asarray(batch.policy)
     entropy = float(-np.sum(np.where(w > 0, w * np.log(np.where(w > 0, w, 1.0)), 0.0), -1).mean())
 
     def losses(ts):

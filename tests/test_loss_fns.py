@@ -95,11 +95,11 @@ def tiny_setup():
     params = net.init(jax.random.PRNGKey(0), obs)["params"]
     ts = TrainState.create(apply_fn=net.apply, params=params, tx=optax.adam(1e-3))
     exp = Experience(
-        observation_nn=jax.random.normal(jax.random.PRNGKey(1), (8, 10)),
-        policy_weights=jax.nn.softmax(jax.random.normal(jax.random.PRNGKey(2), (8, 6))),
-        policy_mask=jnp.ones((8, 6), bool),
-        reward=jnp.array([[1, -1], [-2, 2], [3, -3], [-1, 1]] * 2, jnp.float32),
-        cur_player_id=jnp.array([0, 1, 0, 1, 1, 0, 1, 0], jnp.int32),
+        observation=jax.random.normal(jax.random.PRNGKey(1), (8, 10)),
+        policy=jax.nn.softmax(jax.random.normal(jax.random.PRNGKey(2), (8, 6))),
+        legal_action_mask=jnp.ones((8, 6), bool),
+        returns=jnp.array([[1, -1], [-2, 2], [3, -3], [-1, 1]] * 2, jnp.float32),
+        current_player=jnp.array([0, 1, 0, 1, 1, 0, 1, 0], jnp.int32),
     )
     return ts, exp
 

@@ -162,15 +162,15 @@ def _toy_state(params):
 def _toy_loss(poison):
     def loss(params, ts, exp, l2):
         base = jnp.sum(jnp.square(params["w"] - 1.0))
-        return jnp.where(exp.reward[0, 0] > poison, jnp.nan, base), ({}, {})
+        return jnp.where(exp.returns[0, 0] > poison, jnp.nan, base), ({}, {})
     return loss
 
 
 def _buffer_with(rewards):
     n = len(rewards)
-    exp = Experience(observation_nn=jnp.zeros((n, 1)), policy_weights=jnp.ones((n, 1)),
-                     policy_mask=jnp.ones((n, 1), bool), reward=jnp.asarray(rewards)[:, None],
-                     cur_player_id=jnp.zeros(n, jnp.int32))
+    exp = Experience(observation=jnp.zeros((n, 1)), policy=jnp.ones((n, 1)),
+                     legal_action_mask=jnp.ones((n, 1), bool), returns=jnp.asarray(rewards)[:, None],
+                     current_player=jnp.zeros(n, jnp.int32))
     return exp
 
 
@@ -192,8 +192,8 @@ def test_train_reports_skipped_steps_over_a_replay():
     n = 8
     buf = replay.init_buffer(n, 2, jnp.zeros((1,)), (1,), 1)
     buf = buf.replace(written=jnp.ones((n, 2), bool), has_target=jnp.ones((n, 2), bool),
-                      legal_mask=jnp.ones((n, 2, 1), bool), policy=jnp.ones((n, 2, 1)),
-                      target=jnp.where(jnp.arange(n)[:, None, None] % 2 == 0, 0.0, 1.0)
+                      legal_action_mask=jnp.ones((n, 2, 1), bool), policy=jnp.ones((n, 2, 1)),
+                      returns=jnp.where(jnp.arange(n)[:, None, None] % 2 == 0, 0.0, 1.0)
                       * jnp.ones((n, 2, 1)))
     ts = _toy_state({"w": jnp.zeros(3)})
     ts, m = jax.jit(lambda t, k: train(t, buf, k, loss_fn=_toy_loss(0.5), batch_size=1,

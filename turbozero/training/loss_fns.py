@@ -83,13 +83,13 @@ def az_loss_fn(
         variables["batch_stats"] = train_state.batch_stats
         mutable = ["batch_stats"]
     (policy_logits, value_out), updates = train_state.apply_fn(
-        variables, experience.observation_nn, train=True, mutable=mutable
+        variables, experience.observation, train=True, mutable=mutable
     )
     policy_loss = policy_cross_entropy(
-        policy_logits, experience.policy_weights, experience.policy_mask
+        policy_logits, experience.policy, experience.legal_action_mask
     )
     check_value_format(value_format)
-    value_loss, metrics = value_format.loss(value_out, experience.reward, experience.cur_player_id)
+    value_loss, metrics = value_format.loss(value_out, experience.returns, experience.current_player)
     return _total_loss(params, policy_loss, value_loss, l2_reg_lambda, metrics, updates)
 
 
@@ -111,18 +111,18 @@ def simultaneous_loss_fn(
 ) -> tuple[jax.Array, tuple[dict, dict]]:
     """Two-player simultaneous games: each player's policy CE + MSE of each player's return.
 
-    `policy_weights`/`policy_mask` are `[B, 2, A]`, `reward` is `[B, 2]` (return to the end).
+    `policy`/`legal_action_mask` are `[B, 2, A]`, `returns` is `[B, 2]` (return to the end).
     """
     policy_logits, values = train_state.apply_fn(
-        {"params": params}, experience.observation_nn, train=True
+        {"params": params}, experience.observation, train=True
     )
     b, p, a = policy_logits.shape
     policy_loss = p * policy_cross_entropy(
         policy_logits.reshape(b * p, a),
-        experience.policy_weights.reshape(b * p, a),
-        experience.policy_mask.reshape(b * p, a),
+        experience.policy.reshape(b * p, a),
+        experience.legal_action_mask.reshape(b * p, a),
     )
-    value_loss, _ = SeatValues(p).loss(values, experience.reward, experience.cur_player_id)
+    value_loss, _ = SeatValues(p).loss(values, experience.returns, experience.current_player)
     return _total_loss(params, policy_loss, value_loss, l2_reg_lambda, {}, {})
 
 

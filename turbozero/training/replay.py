@@ -22,10 +22,10 @@ from turbozero.training.types import Experience
 class ReplayBuffer:
     observation: jax.Array  # [E, T, *obs]
     policy: jax.Array  # [E, T, *policy] search policy target
-    legal_mask: jax.Array  # [E, T, *policy] bool
-    cur_player: jax.Array  # [E, T] int32
+    legal_action_mask: jax.Array  # [E, T, *policy] bool
+    current_player: jax.Array  # [E, T] int32
     return_before: jax.Array  # [E, T, P] rewards collected before the position
-    target: jax.Array  # [E, T, P] return from the position to the end of its episode
+    returns: jax.Array  # [E, T, P] return from the position to the end of its episode
     episode_id: jax.Array  # [E, T] int32
     written: jax.Array  # [E, T] bool
     has_target: jax.Array  # [E, T] bool
@@ -46,10 +46,10 @@ def init_buffer(
     return ReplayBuffer(
         observation=jnp.zeros(et + observation.shape, observation.dtype),
         policy=jnp.zeros(et + tuple(policy_shape), jnp.float32),
-        legal_mask=jnp.zeros(et + tuple(policy_shape), jnp.bool_),
-        cur_player=jnp.zeros(et, jnp.int32),
+        legal_action_mask=jnp.zeros(et + tuple(policy_shape), jnp.bool_),
+        current_player=jnp.zeros(et, jnp.int32),
         return_before=jnp.zeros(et + (num_players,), jnp.float32),
-        target=jnp.zeros(et + (num_players,), jnp.float32),
+        returns=jnp.zeros(et + (num_players,), jnp.float32),
         episode_id=jnp.full(et, -1, jnp.int32),
         written=jnp.zeros(et, jnp.bool_),
         has_target=jnp.zeros(et, jnp.bool_),
@@ -61,8 +61,8 @@ def add(
     buffer: ReplayBuffer,
     observation: jax.Array,
     policy: jax.Array,
-    legal_mask: jax.Array,
-    cur_player: jax.Array,
+    legal_action_mask: jax.Array,
+    current_player: jax.Array,
     return_before: jax.Array,
     episode_id: jax.Array,
 ) -> ReplayBuffer:
@@ -75,10 +75,10 @@ def add(
     return buffer.replace(
         observation=put(buffer.observation, observation),
         policy=put(buffer.policy, policy),
-        legal_mask=put(buffer.legal_mask, legal_mask),
-        cur_player=put(buffer.cur_player, cur_player),
+        legal_action_mask=put(buffer.legal_action_mask, legal_action_mask),
+        current_player=put(buffer.current_player, current_player),
         return_before=put(buffer.return_before, return_before),
-        target=put(buffer.target, jnp.zeros_like(return_before)),
+        returns=put(buffer.returns, jnp.zeros_like(return_before)),
         episode_id=put(buffer.episode_id, episode_id),
         written=put(buffer.written, jnp.ones_like(episode_id, jnp.bool_)),
         has_target=put(buffer.has_target, jnp.zeros_like(episode_id, jnp.bool_)),
@@ -91,9 +91,9 @@ def finish_episodes(
 ) -> ReplayBuffer:
     """For every game with `done`, set the targets of all slots of its episode."""
     match = buffer.written & done[:, None] & (buffer.episode_id == episode_id[:, None])
-    target = episode_return[:, None, :] - buffer.return_before
+    returns = episode_return[:, None, :] - buffer.return_before
     return buffer.replace(
-        target=jnp.where(match[..., None], target, buffer.target),
+        returns=jnp.where(match[..., None], returns, buffer.returns),
         has_target=buffer.has_target | match,
     )
 
@@ -119,9 +119,9 @@ def sample(buffer: ReplayBuffer, key: jax.Array, batch_size: int) -> Experience:
         return flat[idx]
 
     return Experience(
-        observation_nn=take(buffer.observation),
-        policy_weights=take(buffer.policy),
-        policy_mask=take(buffer.legal_mask),
-        reward=take(buffer.target),
-        cur_player_id=take(buffer.cur_player),
+        observation=take(buffer.observation),
+        policy=take(buffer.policy),
+        legal_action_mask=take(buffer.legal_action_mask),
+        returns=take(buffer.returns),
+        current_player=take(buffer.current_player),
     )

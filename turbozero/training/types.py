@@ -11,20 +11,22 @@ from flax.training import train_state
 
 @struct.dataclass
 class Experience:
-    """One batch of training samples (leading axis = batch), names as in the 4-way spec.
+    """One batch of training samples (leading axis = batch), each datum under the name it has
+    from the env to the loss (docs/training.md, "Names"; the 4-way spec's `observation_nn`,
+    `policy_weights`, `policy_mask`, `reward`, `cur_player_id` are these five).
 
-    observation_nn: network input of the position.
-    policy_weights: float32[B, A] search policy target (visit distribution).
-    policy_mask: bool[B, A] legal actions of the position.
-    reward: float32[B, num_players] final outcome of the game for every player.
-    cur_player_id: int32[B] the player to move in the position.
+    observation: network input of the position.
+    policy: float32[B, A] search policy target (visit distribution).
+    legal_action_mask: bool[B, A] legal actions of the position.
+    returns: float32[B, num_players] each player's return from the position to the end.
+    current_player: int32[B] the player to move in the position.
     """
 
-    observation_nn: jax.Array
-    policy_weights: jax.Array
-    policy_mask: jax.Array
-    reward: jax.Array
-    cur_player_id: jax.Array
+    observation: jax.Array
+    policy: jax.Array
+    legal_action_mask: jax.Array
+    returns: jax.Array
+    current_player: jax.Array
 
 
 class TrainState(train_state.TrainState):
