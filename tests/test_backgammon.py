@@ -329,3 +329,54 @@ def test_fast_forced_move_mask_equals_bruteforce():
     plain = np.asarray(jax.jit(jax.vmap(rules.simple_mask))(b, r))
     assert (fast != plain).reshape(len(fast), -1).any(axis=1).sum() >= 50  # the rule bites
     np.testing.assert_array_equal(fast, slow)
+
+
+def test_move_text_is_gnubgs_against_its_best_moves():
+    """gnubg's own move steps, written as text ("8/5", "bar/22", "3/off"), parse to legal
+    actions that reach one of the positions gnubg lists for that roll (bar, hits and bear-offs
+    from random positions). A bear-off with a larger die is ambiguous in gnubg's steps; the
+    text then names the die ("3/off:5") and the first legal one is taken."""
+    gnubg_nn = pytest.importorskip("gnubg_nn")
+    from envs._src.backgammon.gnubg_bridge import rules_flip_np
+
+    rng = np.random.default_rng(17)
+    checked = 0
+    while checked < 25:
+        gb = random_gboard(rng)
+        dice = tuple(int(x) for x in rng.integers(1, 7, 2))
+        s = bg.from_gnubg_board(gb, dice)
+        if bool(s.terminated) or int(np.asarray(s.legal_action_mask)[0]):
+            continue  # finished, or no move to play
+        board = [list(gb[0]), list(gb[1])]
+        reachable = {tuple(map(tuple, gnubg_nn.board_from_position_key(k)))
+                     for k in gnubg_nn.moves(board, *dice)}
+        for frm, to in gnubg_nn.best_move(board, *dice):
+            head = "bar" if frm == 25 else str(frm)
+            texts = [f"{head}/{to}"] if to else [f"{frm}/off"] + [
+                f"{frm}/off:{d}" for d in range(frm + 1, 7)]
+            legal = [ENV.string_to_action(s, t) for t in texts
+                     if bool(s.legal_action_mask[ENV.string_to_action(s, t)])]
+            assert legal, (bg.to_position_id(s), dice, frm, to)
+            assert ENV.action_to_string(s, legal[0]) in texts
+            s = STEP_DET(s, legal[0])
+        b = np.asarray(s.board)
+        mover = rules_flip_np(b) if bool(s.is_chance) else b
+        if not bool(s.terminated):
+            assert notation.board_to_gnubg(mover) in reachable
+        checked += 1
+
+
+def test_move_text_bad_input():
+    s = ENV.init(jax.random.PRNGKey(0))
+    for bad in ("13-9", "bar/off", "bar/18", "25/20", "3/off:3", "3/off:2", "13/5", "0/1",
+                "pass:1", "6/off:7", 13):
+        with pytest.raises(ValueError):
+            ENV.string_to_action(s, bad)
+    with pytest.raises(ValueError):
+        ENV.action_to_string(s, 156)
+    # the layout of `rules`: action = src * 6 + die - 1, src 1 = bar, src 2..25 = points 1..24
+    for action, text in ((0, "pass"), (25 * 6 + 0, "24/23"), (1 * 6 + 0, "bar/24"),
+                         (1 * 6 + 5, "bar/19"), (7 * 6 + 5, "6/off"), (4 * 6 + 4, "3/off:5"),
+                         (14 * 6 + 3, "13/9")):
+        assert ENV.action_to_string(s, action) == text
+        assert ENV.string_to_action(s, text) == action
