@@ -201,3 +201,18 @@ def test_stockfish_refuses_other_games():
     with pytest.raises(ValueError, match="only play chess"):
         cr.play_against_stockfish(envs.make("pgx/tic_tac_toe"), None, None,
                                   jax.random.PRNGKey(0), 2, 10)
+
+
+@pytest.mark.slow
+def test_registered_material_beats_random_in_play_match(env):
+    """The registered opponent's policy, as the trainer plays it (evaluation.play_match):
+    16 games against random, seats alternating."""
+    from turbozero.training.evaluation import match_summary, play_match
+
+    policy = {o.name: o for o in game_spec("chess").opponents}["material"].policy(env)
+    rand = lambda v, s, k: random_actions(s, k)  # noqa: E731
+    summary = match_summary(jax.jit(
+        lambda key: play_match(env, policy, rand, None, None, key, 16, 300))(
+            jax.random.PRNGKey(1)))
+    assert summary["losses"] == 0, summary
+    assert summary["wins"] >= 12, summary

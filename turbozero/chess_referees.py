@@ -16,6 +16,7 @@ Install Stockfish with the Debian package (`apt-get install stockfish`, which pu
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import shutil
 from typing import Any, Callable, Optional
@@ -33,6 +34,20 @@ STOCKFISH_INSTALL = ("apt-get install stockfish (Debian/Ubuntu; the binary goes 
 STOCKFISH_OPPONENT_INSTALL = 'pip install -e ".[chess]" and ' + STOCKFISH_INSTALL
 # where the Debian package installs it; /usr/games is not on every PATH (e.g. root's)
 DEBIAN_STOCKFISH = "/usr/games/stockfish"
+
+
+@functools.lru_cache(maxsize=4)
+def _jitted(fn: Callable) -> Callable:
+    """`jax.jit(fn)` kept across matches: a new `jax.jit` wrapper of the same function traces
+    and compiles again (measured: the agent's search is recompiled at every evaluation
+    otherwise). Bounded: a few agents and envs at a time."""
+    return jax.jit(fn)
+
+
+@functools.lru_cache(maxsize=4)
+def _batched_env(env: Any) -> tuple[Callable, Callable]:
+    """Jitted batched (init, step) of `env`, compiled once per env object."""
+    return jax.jit(jax.vmap(env.init)), jax.jit(jax.vmap(env.step))
 
 
 def find_stockfish(path: Optional[str] = None) -> str:
@@ -111,10 +126,10 @@ def play_against_stockfish(
 
     n = int(num_games)
     limit = chess.engine.Limit(depth=int(settings.depth))
-    agent_jit = jax.jit(agent)
-    step = jax.jit(jax.vmap(env.step))
+    agent_jit = _jitted(agent)
+    init, step = _batched_env(env)
     k_init, key = jax.random.split(key)
-    states = jax.jit(jax.vmap(env.init))(jax.random.split(k_init, n))
+    states = init(jax.random.split(k_init, n))
     boards = [chess.Board() for _ in range(n)]
     seat = np.arange(n) % 2
     ret = np.zeros(n)
