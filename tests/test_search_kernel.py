@@ -545,6 +545,7 @@ MATE_FENS = ["6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1", "r5k1/5ppp/8/8/8/8/5PPP/6K1
 AVOID_FENS = ["r5k1/5ppp/8/8/8/8/5PPP/1R4K1 w - - 0 1", "1r4k1/5ppp/8/8/8/8/5PPP/R5K1 b - - 0 1"]
 
 
+@pytest.mark.slow  # 400 chess simulations x 4 games and a chess compilation: 40-75 s
 def test_chess_mate_in_one_found_and_walking_into_one_avoided_by_both_colours():
     fens = MATE_FENS + AVOID_FENS
     states = _stack([CHESS.from_fen(f) for f in fens])
@@ -555,3 +556,74 @@ def test_chess_mate_in_one_found_and_walking_into_one_avoided_by_both_colours():
     assert verdicts == ["mates", "mates", "safe", "safe"]
     # the bad moves were found out: every rook move off the back rank was refuted
     assert float(result.root_value[0]) > 0.9 and float(result.root_value[1]) > 0.9
+
+
+# ------------------------------------------------------------------ root noise, bounds, API
+@pytest.mark.slow  # two chess compilations: 40-110 s on 2 shared cores
+def test_root_noise_shows_in_the_visits_at_the_chess_start():
+    """Uniform priors, 256 simulations: without noise each of the 20 moves gets ~1/20 of the
+    visits; Dir(0.3) over the legal moves at 25% lifts the favoured move to about twice that."""
+    states = jax.vmap(CHESS.init)(jax.random.split(jax.random.PRNGKey(0), 8))
+    top = {}
+    for frac in (0.0, 0.25):
+        config = TreeSearchConfig(num_simulations=256,
+                                  root=PUCTRoot(dirichlet_alpha=0.3, dirichlet_fraction=frac))
+        result, _ = _kernel(UNIFORM_CHESS, states, jax.random.PRNGKey(1), config)
+        top[frac] = np.asarray(result.action_weights).max(-1)
+    assert top[0.0].max() < 0.06, top[0.0]
+    assert top[0.25].mean() > 0.09, top[0.25]
+
+
+def test_more_legal_actions_than_k_keeps_the_highest_priors():
+    logits = jnp.array([[0.0, 3.0, 1.0, 2.0, 5.0], [1.0, 1.0, 1.0, 1.0, 1.0]])
+    legal = jnp.array([[True, True, True, True, False], [True, True, True, True, True]])
+    actions, prior = map(np.asarray, compact_children(legal, logits, 2))
+    assert actions.tolist() == [[1, 3], [0, 1]]  # id order; ties: the lowest ids
+    np.testing.assert_allclose(prior[0], np.exp([3.0, 2.0]) / np.exp([3.0, 2.0]).sum(),
+                               rtol=1e-6)
+    np.testing.assert_allclose(prior[1], [0.5, 0.5])
+    # in a search: the root's visits land on the 3 highest-prior legal moves only
+    config = TreeSearchConfig(num_simulations=12, root=QUIET, max_children=3)
+    result, _ = _kernel(TTT_MODEL, TTT_STATES, jax.random.PRNGKey(0), config)
+    _, out = _model_root(TTT_MODEL, TTT_STATES)
+    for b in range(3):
+        lg = np.where(np.asarray(out.legal[b]), np.asarray(out.prior_logits[b]), -np.inf)
+        top3 = set(np.argsort(-lg, kind="stable")[:3].tolist())
+        assert set(np.flatnonzero(np.asarray(result.root_visits[b]))) <= top3
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda: TreeSearchConfig(num_simulations=0), "num_simulations"),
+    (lambda: TreeSearchConfig(num_simulations=4, leaves_per_step=5), "leaves_per_step"),
+    (lambda: TreeSearchConfig(leaves_per_step=0), "leaves_per_step"),
+    (lambda: TreeSearchConfig(max_children=0), "max_children"),
+    (lambda: TreeSearchConfig(selection="puct"), "selection"),
+    (lambda: TreeSearchConfig(temperature=-1.0), "temperature"),
+    (lambda: SpecPUCT(c_puct=0.0), "c_puct"),
+    (lambda: SpecPUCT(fpu_base=-0.1), "fpu_base"),
+    (lambda: SpecPUCT(q_bounds=(1.0, -1.0)), "q_bounds"),
+    (lambda: MctxPUCT(pb_c_init=0.0), "pb_c_init"),
+    (lambda: PUCTRoot(dirichlet_alpha=0.0), "dirichlet_alpha"),
+    (lambda: PUCTRoot(dirichlet_fraction=1.5), "dirichlet_fraction"),
+    (lambda: GumbelRoot(max_considered=0), "max_considered"),
+    (lambda: EnvModel(envs.make("backgammon"), TTT_EVAL), "chance"),
+    (lambda: EnvModel(envs.make("pyrat"), TTT_EVAL), "simultaneous"),
+])
+def test_invalid_settings_raise(make, match):
+    with pytest.raises(ValueError, match=match):
+        make()
+
+
+def test_search_interface_runs_the_kernel_and_checks_k():
+    config = TreeSearchConfig(num_simulations=24, root=QUIET, temperature=0.0)
+    out = jax.jit(lambda s, k: mctx_policies.search(TTT, TTT_EVAL, None, s, k, config))(
+        TTT_STATES, jax.random.PRNGKey(5))
+    result, _ = _kernel(TTT_MODEL, TTT_STATES, jax.random.PRNGKey(5), config)
+    assert isinstance(out, mctx_policies.SearchOutput)
+    np.testing.assert_array_equal(np.asarray(out.root_visits), np.asarray(result.root_visits))
+    np.testing.assert_array_equal(np.asarray(out.action),
+                                  np.asarray(result.root_visits).argmax(-1))
+    np.testing.assert_allclose(np.asarray(out.action_weights).sum(-1), 1.0, rtol=1e-6)
+    with pytest.raises(ValueError, match="max_children"):
+        mctx_policies.search(TTT, TTT_EVAL, None, TTT_STATES, jax.random.PRNGKey(5),
+                             TreeSearchConfig(num_simulations=4, max_children=8))

@@ -16,6 +16,7 @@ from typing import Any, NamedTuple, Optional, Union
 import chex
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from turbozero.search.backup import backup
 from turbozero.search.model import EnvModel, ModelOutput
@@ -348,15 +349,30 @@ def tree_search(
     return result, tree
 
 
+def _check_children_bound(states, k: int) -> None:
+    """ValueError if a concrete root has more legal actions than K (traced roots: unchecked;
+    inside jit a node keeps its K highest-prior actions, `tree.compact_children`)."""
+    legal = states.legal_action_mask
+    if isinstance(legal, jax.core.Tracer):
+        return
+    live = ~np.asarray(states.terminated | states.truncated)  # terminal masks are all True
+    counts = np.asarray(legal).reshape(live.size, -1).sum(-1)[live.reshape(-1)]
+    if counts.size and counts.max() > k:
+        raise ValueError(f"max_children is {k} but a root state has {int(counts.max())} legal "
+                         "actions; raise TreeSearchConfig.max_children (or leave it None)")
+
+
 def search_env(env, evaluator, variables, states, key: jax.Array,
                config: TreeSearchConfig) -> TreeSearchResult:
     """`turbozero.search.search` on the kernel: the true dynamics of `env` (`EnvModel`).
 
     With `config.temperature_moves` set, games whose `step_count` is below it act with
     `config.temperature` and the others take the most visited action (spec §6.6)."""
+    model = EnvModel(env, evaluator)
+    _check_children_bound(states, config.children_bound(model))
     temperature = jnp.full(states.step_count.shape, config.temperature, jnp.float32)
     if config.temperature_moves is not None:
         temperature = jnp.where(states.step_count < config.temperature_moves, temperature, 0.0)
-    result, _ = tree_search(EnvModel(env, evaluator), variables, states, key, config,
+    result, _ = tree_search(model, variables, states, key, config,
                             temperature=temperature)
     return result
