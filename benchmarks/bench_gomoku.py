@@ -10,8 +10,10 @@
 * bytes per state: the state pytree without its observation, and the observation alone.
 * line detection: the per-move check the env runs (`lines.arms`, the 4 lines through the new
   stone) against recounting the whole board (`lines.chain_counts`), on a batch of random boards.
-* `--no-fallback`: the view centre is always the last stone (skips the search for an empty
-  cell when the view is full; not the env's rule): what that search costs per step.
+* `--fallback none`: the view centre is always the last stone (skips the search for an empty
+  cell when the view is full; not a valid rule); `--fallback chebyshev`: that search over the
+  whole board (the nearest empty cell by Chebyshev distance), the rule the env had before its
+  O(S) row search. Both for measuring only.
 """
 
 from __future__ import annotations
@@ -31,6 +33,19 @@ import envs  # noqa: E402
 from envs._src.gomoku import lines  # noqa: E402
 from envs._src.gomoku import view as vw  # noqa: E402
 from envs.sampling import uniform_legal_action  # noqa: E402
+
+
+def chebyshev_centre(board, row_empties, last, view: int):
+    """The centre rule with a whole-board search: the empty cell nearest to the last stone by
+    Chebyshev distance (first in row-major order on a tie). O(S^2) per move."""
+    del row_empties
+    has_empty = jnp.any(vw.window(board, last, view) == lines.EMPTY)
+    size = board.shape[0]
+    idx = jnp.arange(size, dtype=jnp.int32)
+    dist = jnp.maximum(jnp.abs(idx - last[0])[:, None], jnp.abs(idx - last[1])[None, :])
+    nearest = jnp.argmin(jnp.where(board == lines.EMPTY, dist, 2 * size).reshape(-1))
+    fallback = jnp.stack([nearest // size, nearest % size]).astype(jnp.int32)
+    return jnp.where(has_empty, last, fallback).astype(jnp.int32)
 
 
 def make_runner(env, batch: int, steps: int, with_observation: bool):
@@ -114,15 +129,18 @@ def main() -> None:
     ap.add_argument("--batches", type=int, nargs="+", default=[64, 1024])
     ap.add_argument("--steps", type=int, default=32)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--no-fallback", action="store_true",
-                    help="measure only: the view centre is always the last stone")
+    ap.add_argument("--fallback", choices=("rows", "none", "chebyshev"), default="rows",
+                    help="measure only: how the view centre moves off a full view "
+                         "(rows: the env's rule)")
     args = ap.parse_args()
-    if args.no_fallback:  # not the env's rule: measures what the nearest-empty search costs
+    if args.fallback == "none":  # not a valid rule: the centre may sit on a full view
         vw.next_centre = lambda board, row_empties, last, view: last.astype(jnp.int32)
+    elif args.fallback == "chebyshev":
+        vw.next_centre = chebyshev_centre
     env = envs.make("gomoku", size=args.size, win_length=args.win_length,
                     num_players=args.players, view=args.view)
     print(f"device: {jax.devices()[0].device_kind}, jax {jax.__version__}; {env}"
-          + (" (no fallback search)" if args.no_fallback else ""))
+          + f"; view-centre fallback: {args.fallback}")
     bare, obs = state_bytes(env)
     print(f"bytes per state: {bare} without observation, observation {obs}")
     print(f"{'batch':>6} {'observation':>12} {'compile s':>10} {'steps/s':>12} "

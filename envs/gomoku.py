@@ -81,7 +81,7 @@ class GomokuState(State):
         return render_svg(self)
 
 
-def _positive_int(name: str, value: Any) -> int:
+def _integer(name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise ValueError(f"gomoku: {name} must be an integer, got {value!r}")
     return int(value)
@@ -100,9 +100,9 @@ class Gomoku(Env):
         if max_steps is not None and max_episode_steps is not None:
             raise ValueError("gomoku: give max_episode_steps or its alias max_steps, not both")
         cap = max_episode_steps if max_steps is None else max_steps
-        size = _positive_int("size", size)
-        win_length = _positive_int("win_length", win_length)
-        num_players = _positive_int("num_players", num_players)
+        size = _integer("size", size)
+        win_length = _integer("win_length", win_length)
+        num_players = _integer("num_players", num_players)
         if num_players not in (2, 3):
             raise ValueError(f"gomoku: num_players must be 2 or 3, got {num_players}")
         if win_length < 2:
@@ -111,7 +111,7 @@ class Gomoku(Env):
             raise ValueError(f"gomoku: the board (size={size}) is smaller than the win length "
                              f"(win_length={win_length})")
         # default view: the spec's 21, or the largest odd side that fits a smaller board
-        view = min(21, size - (1 - size % 2)) if view is None else _positive_int("view", view)
+        view = min(21, size - (1 - size % 2)) if view is None else _integer("view", view)
         if view < 1 or view % 2 == 0:
             raise ValueError(f"gomoku: view must be an odd positive integer (a window with a "
                              f"centre cell), got {view}")
@@ -119,7 +119,7 @@ class Gomoku(Env):
             raise ValueError(f"gomoku: the board (size={size}) is smaller than the view "
                              f"(view={view})")
         if cap is not None:
-            cap = _positive_int("max_episode_steps", cap)
+            cap = _integer("max_episode_steps", cap)
             if cap < 1:
                 raise ValueError(f"gomoku: max_episode_steps must be >= 1, got {cap}")
         if rewards_by_place is None:
@@ -233,13 +233,15 @@ class Gomoku(Env):
         """ValueError when `action` is out of range, off the board or on a stone."""
         require_unbatched(state, "gomoku: check_action")
         a = np.asarray(action)
-        if a.shape == () and np.issubdtype(a.dtype, np.integer) and 0 <= int(a) < self.num_actions \
-                and not (bool(state.terminated) or bool(state.truncated)) \
+        one_index = a.shape == () and np.issubdtype(a.dtype, np.integer)
+        live = not (bool(state.terminated) or bool(state.truncated))
+        if one_index and 0 <= int(a) < self.num_actions and live \
                 and not bool(np.asarray(state.legal_action_mask)[int(a)]):
+            # say why the cell is illegal; everything else is the protocol's check
             row, col = self.action_cell(state, int(a))
-            where = ("off the board" if not (0 <= row < self.size and 0 <= col < self.size)
-                     else "on a stone")
-            raise ValueError(f"gomoku: action {int(a)} is cell ({row}, {col}), {where} "
+            on_board = 0 <= row < self.size and 0 <= col < self.size
+            raise ValueError(f"gomoku: action {int(a)} is cell ({row}, {col}), "
+                             f"{'on a stone' if on_board else 'off the board'} "
                              f"(size={self.size})")
         super().check_action(state, action)
 

@@ -13,10 +13,11 @@ Centre rule (deterministic, clamped to the board):
   So the player to move always has a legal action while the board is not full. Both
   candidates are board cells, so the centre never leaves the board.
 
-The fallback reads the per-row empty counts the state keeps, then one row: O(S) per move. A
-nearest-by-Chebyshev-distance search over the whole board (O(S^2)) cut random play at 100x100,
-batch 64, from 88k to 24k steps/s on 2 CPU cores (docs/benchmarks.md, "Gomoku"): `vmap` turns
-a `cond` into a `select`, so the search ran on every move although it is rarely needed.
+The fallback reads the per-row empty counts the state keeps, then one row: O(S) per move.
+`vmap` turns a `cond` into a `select`, so whatever the fallback costs is paid on every move
+although it is rarely needed. Measured at 100x100, view 21, random play, 2 CPU cores: about
+300-450k transitions per CPU-second with this rule, the same as with no fallback at all, and
+about 47k with a whole-board nearest-empty (Chebyshev) search (docs/benchmarks.md, "Gomoku").
 """
 
 from __future__ import annotations
