@@ -282,7 +282,13 @@ class Env(abc.ABC):
                     f"got shape {a.shape}"
                 )
             for p in range(self.num_players):
-                if not 0 <= int(a[p]) < self.num_actions or not mask[p, int(a[p])]:
+                if not 0 <= int(a[p]) < self.num_actions:
+                    raise ValueError(f"{self.id}: action {int(a[p])} of player {p} out of "
+                                     f"range [0, {self.num_actions})")
+            if bool(state.terminated) or bool(state.truncated):
+                raise ValueError(f"{self.id}: the game is over; no action can be applied")
+            for p in range(self.num_players):
+                if not mask[p, int(a[p])]:
                     raise ValueError(f"{self.id}: action {int(a[p])} is illegal for player {p}")
             return
         if a.shape != ():

@@ -188,6 +188,10 @@ def test_illegal_action_ends_the_game_where_it_stood(case):
     assert np.asarray(out.legal_action_mask).all()
     assert int(out.step_count) == int(s.step_count) + 1
     assert int(out.current_player) == int(s.current_player)
+    legal = random_legal_action(env, s, jax.random.PRNGKey(0))
+    env.check_action(s, legal)
+    with pytest.raises(ValueError, match="game is over"):
+        env.check_action(out, legal)  # at the Python boundary a finished game takes nothing
     # the position is unchanged: every game field but the protocol's is as it was
     game_fields = [f for f in type(s).__dataclass_fields__ if f not in envs.State.__dataclass_fields__]
     for f in game_fields:
@@ -304,6 +308,10 @@ def test_chance_api_in_the_core(chance_case):
     out = c.step_det(s, bad)
     assert bool(out.terminated) and not bool(out.is_chance)
     assert int(out.current_player) == int(s.current_player)
+    legal = random_legal_action(env, s, jax.random.PRNGKey(0))
+    env.check_action(s, legal)
+    with pytest.raises(ValueError, match="game is over"):
+        env.check_action(out, legal)  # at the Python boundary a finished game takes nothing
     again = c.step_det(out, 0)
     assert not np.asarray(again.rewards).any()
     assert_same(again.replace(rewards=out.rewards), out)
