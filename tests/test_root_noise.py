@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import envs
+from turbozero.networks import WDLValue
 from turbozero.search import NetworkEvaluator, SearchConfig, search
 from turbozero.search.mctx_policies import legal_dirichlet_noise, noised_prior_logits
 
