@@ -229,3 +229,29 @@ def test_encode_batch_errors():
         encode_batch([ec.START_FEN, "8/8 w - - 0 1"])
     states = states_from_fens(SPECIAL_FENS[:2] * 4)
     assert states.current_player.tolist() == [0, 1] * 4
+
+
+@pytest.mark.slow
+def test_trainer_games_to_pgn():
+    """The tiny chess trainer's search against random, recorded: every agent move carries its
+    searched value and visit share, python-chess reads the games back."""
+    from turbozero.chess_records import record_trainer_games
+    from turbozero.presets import get_preset
+    from turbozero.training import Trainer
+
+    trainer = Trainer(get_preset("chess", "tiny", eval_games=2))
+    records = record_trainer_games(trainer, "random", num_games=2, max_steps=6)
+    games = read_all(games_to_pgn(records))
+    assert [g.headers["White"] for g in games] == ["agent", "random"]
+    for rec, game in zip(records, games):
+        assert [m.uci() for m in game.mainline_moves()] == list(rec.moves) and len(rec.moves) == 6
+        agent_plies = range(0 if game.headers["White"] == "agent" else 1, 6, 2)
+        for ply, node in enumerate(game.mainline()):
+            note = parse_comment(node.comment)
+            if ply in agent_plies:
+                value, share = note
+                assert -1.0 <= value <= 1.0 and 0.0 < share <= 1.0
+            else:
+                assert note is None
+    with pytest.raises(ValueError, match="no jittable policy"):
+        record_trainer_games(trainer, "stockfish", num_games=1, max_steps=2)
