@@ -282,6 +282,13 @@ def test_two_players_rewards(two_games):
     end = np.argmax(done, axis=1)
     final = st.rewards[np.arange(len(end)), end]
     assert (np.sort(final, axis=1) == [-1.0, 1.0]).all()
+    # two players: me, the other, empty, edge; thumbnail me, the other, board, view
+    s = jax.tree_util.tree_map(lambda x: jnp.asarray(x[0, 4]), st)
+    obs = np.asarray(env.observe(s, jnp.int32(1)))
+    assert obs.shape == (7, 7, 8)
+    window = np_window(np.asarray(s.board), np.asarray(s.view_centre), 7)
+    for k, value in enumerate((2, 1, 0, vw.OFF_BOARD)):
+        np.testing.assert_array_equal(obs[..., k], window == value)
 
 
 # ------------------------------------------------------------------ the local view
