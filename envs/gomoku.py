@@ -124,7 +124,11 @@ class Gomoku(Env):
                 raise ValueError(f"gomoku: max_episode_steps must be >= 1, got {cap}")
         if rewards_by_place is None:
             rewards_by_place = DEFAULT_REWARDS_BY_PLACE[num_players]
-        rewards_by_place = tuple(float(r) for r in rewards_by_place)
+        try:
+            rewards_by_place = tuple(float(r) for r in rewards_by_place)
+        except (TypeError, ValueError):
+            raise ValueError(f"gomoku: rewards_by_place must be numbers, one per place, got "
+                             f"{rewards_by_place!r}") from None
         if len(rewards_by_place) != num_players:
             raise ValueError(f"gomoku: rewards_by_place needs one reward per place "
                              f"({num_players}), got {rewards_by_place}")

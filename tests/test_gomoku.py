@@ -440,6 +440,8 @@ def test_render_text_and_svg(three_games):
     (dict(size=9.0), "size"),
     (dict(max_episode_steps=0), "max_episode_steps"),
     (dict(num_players=2, rewards_by_place=(1, 0, -1)), "rewards_by_place"),
+    (dict(rewards_by_place="abc"), "rewards_by_place"),
+    (dict(view=None, size=9, win_length=10), "win_length"),
 ])
 def test_bad_configuration_names_the_setting(config, name):
     with pytest.raises(ValueError, match=name):
