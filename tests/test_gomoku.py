@@ -284,7 +284,7 @@ def test_two_players_rewards(two_games):
     assert (np.sort(final, axis=1) == [-1.0, 1.0]).all()
     # two players: me, the other, empty, edge; thumbnail me, the other, board, view
     s = jax.tree_util.tree_map(lambda x: jnp.asarray(x[0, 4]), st)
-    obs = np.asarray(env.observe(s, jnp.int32(1)))
+    obs = np.asarray(jax.jit(env.observe)(s, jnp.int32(1)))
     assert obs.shape == (7, 7, 8)
     window = np_window(np.asarray(s.board), np.asarray(s.view_centre), 7)
     for k, value in enumerate((2, 1, 0, vw.OFF_BOARD)):
@@ -396,7 +396,12 @@ def test_observation_from_the_movers_seat(three_games):
             on = np.zeros((10, 10))
             on[:9, :9] = 1
             np.testing.assert_allclose(obs[b, ..., 8], on.reshape(5, 2, 5, 2).mean(axis=(1, 3)))
-            assert obs[b, ..., 9].sum() > 0
+            # the board cells under the 5x5 window, pooled into the same 2x2 blocks
+            in_view = np.zeros((10, 10))
+            r0, c0 = centre - 2
+            in_view[max(r0, 0):min(r0 + 5, 9), max(c0, 0):min(c0 + 5, 9)] = 1
+            np.testing.assert_allclose(obs[b, ..., 9],
+                                       in_view.reshape(5, 2, 5, 2).mean(axis=(1, 3)))
     # the state's own observation is the mover's
     s = jax.tree_util.tree_map(lambda x: jnp.asarray(x[0, 10]), st)
     np.testing.assert_array_equal(env.observe(s), env.observe(s, s.current_player))
