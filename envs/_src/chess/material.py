@@ -56,8 +56,7 @@ def move_scores(env, state, candidates: Candidates) -> Array:
     mover = state.current_player
     nxt = jax.vmap(env.transition, in_axes=(None, 0))(state, candidates.actions)
     balance = jax.vmap(material)(nxt.board)  # [K, 2]
-    mine = jnp.take_along_axis(balance, jnp.broadcast_to(mover, (balance.shape[0], 1)), 1)[:, 0]
-    theirs = balance.sum(-1) - mine
+    mine, theirs = balance[:, mover], balance[:, 1 - mover]  # [K] each
     over = nxt.terminated | nxt.truncated  # [K]
     won = nxt.rewards[:, mover] > 0  # [K]
     score = jnp.where(over, jnp.where(won, MATE_SCORE, 0), mine - theirs)
