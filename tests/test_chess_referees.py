@@ -1,9 +1,12 @@
 """Chess referees: the 1-ply material-greedy player against a python-chess reference, and the
 Stockfish match (skipped when no Stockfish binary is installed)."""
 
+import io
 import random
 
 import chess
+import chess.engine
+import chess.pgn
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -13,10 +16,11 @@ import envs
 from envs import chess as ec
 from envs._src.chess import material as mat
 from envs._src.chess.encode import states_from_fens
+from envs._src.chess.pgn import games_to_pgn, parse_comment
 from envs._src.chess.pychess import action_to_move
 from turbozero import chess_referees as cr
 from turbozero.games import game_spec
-from turbozero.search import random_actions
+from turbozero.search import SearchOutput, random_actions
 
 VALUES = {chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9,
           chess.KING: 0}
@@ -189,12 +193,45 @@ def test_stockfish_weakest_settings_take_the_queen():
         engine.quit()
 
 
+def annotated_random(variables, states, key):
+    """Random moves dressed as a search output: root value 0.25, visits spread evenly."""
+    del variables
+    legal = states.legal_action_mask.astype(jnp.float32)
+    return SearchOutput(action=random_actions(states, key),
+                        action_weights=legal / legal.sum(-1, keepdims=True),
+                        root_value=jnp.full(states.step_count.shape, 0.25))
+
+
 @needs_stockfish
 def test_random_loses_to_stockfish(env):
     summary = cr.play_against_stockfish(
         env, lambda v, s, k: random_actions(s, k), None, jax.random.PRNGKey(0), 2, 300)
     assert summary["games"] == 2 and summary["finished"] == 2
     assert summary["losses"] == 2, summary
+
+
+@needs_stockfish
+def test_stockfish_games_as_pgn(env):
+    match = cr.play_stockfish_match(env, annotated_random, None, jax.random.PRNGKey(1), 2, 300,
+                                    agent_name="random")
+    assert match.summary["losses"] == 2, match.summary
+    text = games_to_pgn(match.records)
+    stream = io.StringIO(text)
+    for g, rec in enumerate(match.records):
+        game = chess.pgn.read_game(stream)
+        agent_white = g % 2 == 0  # seats alternate as in evaluation.play_match
+        assert game.headers["White" if agent_white else "Black"] == "random"
+        assert game.headers["Result"] == ("0-1" if agent_white else "1-0")
+        assert game.headers["Termination"] == "checkmate" and game.end().board().is_checkmate()
+        assert [m.uci() for m in game.mainline_moves()] == list(rec.moves)
+        for ply, node in enumerate(game.mainline()):
+            agent_move = (ply % 2 == 0) == agent_white
+            note = parse_comment(node.comment)
+            if agent_move:
+                board = node.parent.board()
+                assert note == pytest.approx((0.25, round(1 / board.legal_moves.count(), 2)))
+            else:
+                assert note is None
 
 
 def test_stockfish_refuses_other_games():

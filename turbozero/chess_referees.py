@@ -19,12 +19,14 @@ import dataclasses
 import functools
 import os
 import shutil
-from typing import Any, Callable, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
 import jax
 import numpy as np
 
+from envs._src.chess.core import REASONS
 from envs._src.chess.material import material_policy
+from envs._src.chess.pgn import GameRecord, policy_notes, result_tag
 from envs._src.chess.pychess import action_to_move, game_over, move_to_action, \
     require_python_chess
 
@@ -95,7 +97,14 @@ def open_stockfish(settings: StockfishSettings = StockfishSettings()) -> Any:
     return engine
 
 
-def play_against_stockfish(
+class StockfishMatch(NamedTuple):
+    """A match against Stockfish: its summary and the games as records."""
+
+    summary: dict  # evaluation.match_summary, from the agent's side
+    records: list  # envs._src.chess.pgn.GameRecord per game (games_to_pgn writes them)
+
+
+def play_stockfish_match(
     env: Any,
     agent: Callable,
     variables: Any,
@@ -103,14 +112,15 @@ def play_against_stockfish(
     num_games: int,
     max_steps: int,
     settings: StockfishSettings = StockfishSettings(),
-) -> dict[str, Optional[float]]:
-    """`agent(variables, states, key) -> actions` against Stockfish; the agent is White in even
-    games and Black in odd ones (as `evaluation.play_match`).
+    agent_name: str = "agent",
+) -> StockfishMatch:
+    """`agent` against Stockfish; the agent is White in even games and Black in odd ones (as
+    `evaluation.play_match`). `agent(variables, states, key)` returns actions, or a search
+    output (`turbozero.search.SearchOutput`), whose value and visit share then annotate the
+    agent's moves in the records.
 
-    Returns `evaluation.match_summary`: counts of wins, draws, losses and unfinished games,
-    rates over the finished games only. RuntimeError if the env and python-chess ever disagree
-    on a game (a move Stockfish plays is illegal in the env, or one ends a game the other
-    does not), since the result would then mean nothing.
+    RuntimeError if the env and python-chess ever disagree on a game (a move Stockfish plays is
+    illegal in the env, or one ends a game the other does not): the result would mean nothing.
     """
     if getattr(env, "id", None) != "chess":
         raise ValueError(f"stockfish can only play chess, not {getattr(env, 'id', env)!r}")
@@ -131,8 +141,9 @@ def play_against_stockfish(
     k_init, key = jax.random.split(key)
     states = init(jax.random.split(k_init, n))
     boards = [chess.Board() for _ in range(n)]
+    notes: list[list[tuple[Optional[float], Optional[float]]]] = [[] for _ in range(n)]
     seat = np.arange(n) % 2
-    ret = np.zeros(n)
+    returns = np.zeros((n, 2))  # [B, players]
     steps = 0
     engine = open_stockfish(settings)
     try:
@@ -143,21 +154,26 @@ def play_against_stockfish(
             player = np.asarray(states.current_player)
             key, ka, ks = jax.random.split(key, 3)
             agent_turn = ~done & (player == seat)
-            actions = (np.array(agent_jit(variables, states, ka)) if agent_turn.any()
-                       else np.zeros(n, np.int32))
+            if agent_turn.any():
+                out = jax.device_get(policy_notes(agent_jit(variables, states, ka)))
+                actions, values, shares = np.array(out.action), out.value, out.share
+            else:
+                actions = np.zeros(n, np.int32)
             mask = np.asarray(states.legal_action_mask)
             for g in np.flatnonzero(~done):
                 if agent_turn[g]:
                     move = action_to_move(boards[g], int(actions[g]))
+                    notes[g].append((_note(values[g]), _note(shares[g])))
                 else:
                     move = engine.play(boards[g], limit).move
                     actions[g] = move_to_action(boards[g], move)
                     if not mask[g, actions[g]]:
                         raise RuntimeError(f"Stockfish's {move.uci()} is legal for python-chess "
                                            f"but not in the env at {boards[g].fen()}")
+                    notes[g].append((None, None))
                 boards[g].push(move)
             states = step(states, actions, jax.random.split(ks, n))
-            ret += np.asarray(states.rewards)[np.arange(n), seat]
+            returns += np.asarray(states.rewards)
             steps += 1
             ended = np.asarray(states.terminated) & ~done
             for g in np.flatnonzero(~done):
@@ -167,7 +183,42 @@ def play_against_stockfish(
     finally:
         engine.quit()
     finished = np.asarray(states.terminated | states.truncated)
-    return match_summary(match_counts(finished, ret, steps))
+    summary = match_summary(match_counts(finished, returns[np.arange(n), seat], steps))
+    engine_name = f"stockfish (skill {settings.skill_level}, depth {settings.depth})"
+    termination = np.asarray(states.termination)
+    records = []
+    for g in range(n):
+        names = (agent_name, engine_name) if seat[g] == 0 else (engine_name, agent_name)
+        reason = REASONS[int(termination[g])] if finished[g] else "unfinished"
+        annotated = any(v is not None for v, _ in notes[g])
+        records.append(GameRecord(
+            tuple(m.uci() for m in boards[g].move_stack), result_tag(bool(finished[g]),
+                                                                      returns[g]),
+            values=tuple(v for v, _ in notes[g]) if annotated else None,
+            shares=tuple(p for _, p in notes[g]) if annotated else None,
+            headers=(("Event", "turbozero vs stockfish"), ("White", names[0]),
+                     ("Black", names[1]), ("Round", str(g + 1)), ("Termination", reason))))
+    return StockfishMatch(summary, records)
+
+
+def _note(x) -> Optional[float]:
+    x = float(x)
+    return None if np.isnan(x) else x
+
+
+def play_against_stockfish(
+    env: Any,
+    agent: Callable,
+    variables: Any,
+    key: jax.Array,
+    num_games: int,
+    max_steps: int,
+    settings: StockfishSettings = StockfishSettings(),
+) -> dict[str, Optional[float]]:
+    """`play_stockfish_match`'s summary: counts of wins, draws, losses and unfinished games
+    (`evaluation.match_summary`), rates over the finished games only."""
+    return play_stockfish_match(env, agent, variables, key, num_games, max_steps,
+                                settings).summary
 
 
 def stockfish_match(env, agent, variables, key, num_games, max_steps):
@@ -175,5 +226,7 @@ def stockfish_match(env, agent, variables, key, num_games, max_steps):
     return play_against_stockfish(env, agent, variables, key, num_games, max_steps)
 
 
-__all__ = ["DEBIAN_STOCKFISH", "STOCKFISH_INSTALL", "STOCKFISH_OPPONENT_INSTALL", "StockfishSettings", "find_stockfish",
-           "material_policy", "open_stockfish", "play_against_stockfish", "stockfish_match"]
+__all__ = ["DEBIAN_STOCKFISH", "STOCKFISH_INSTALL", "STOCKFISH_OPPONENT_INSTALL",
+           "StockfishMatch", "StockfishSettings", "find_stockfish", "material_policy",
+           "open_stockfish", "play_against_stockfish", "play_stockfish_match",
+           "stockfish_match"]

@@ -176,7 +176,8 @@ def play_recorded(env, white: Callable, black: Callable, variables: tuple, key: 
 _play_recorded_jit = jax.jit(play_recorded, static_argnums=(0, 1, 2, 5, 6))
 
 
-def _result(finished: bool, returns: np.ndarray) -> str:
+def result_tag(finished: bool, returns: np.ndarray) -> str:
+    """The PGN result of a game from whether it ended and the players' returns [2]."""
     if not finished:
         return "*"
     if returns[0] > 0:
@@ -225,7 +226,7 @@ def record_games(env, white: Callable, black: Callable, key: Array, num_games: i
                    ("Round", str(g + 1)), ("Termination", reason))
         has_notes = any(v is not None for v in values)
         records.append(GameRecord(
-            tuple(moves), _result(bool(finished[g]), out.returns[g]),
+            tuple(moves), result_tag(bool(finished[g]), out.returns[g]),
             values=tuple(values) if has_notes else None,
             shares=tuple(shares) if has_notes else None, headers=headers))
     return records
@@ -238,4 +239,4 @@ def _note(x) -> Optional[float]:
 
 __all__ = ["GameRecord", "MoveNotes", "NO_ACTION", "NO_NOTE", "START_FEN", "game_to_pgn",
            "games_to_pgn", "move_comment", "parse_comment", "play_recorded", "policy_notes",
-           "record_games"]
+           "record_games", "result_tag"]
