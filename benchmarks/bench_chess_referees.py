@@ -23,7 +23,6 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import chess  # noqa: E402
 import jax  # noqa: E402
-import numpy as np  # noqa: E402
 
 import envs  # noqa: E402
 from benchmarks._timing import median_time  # noqa: E402

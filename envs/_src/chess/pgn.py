@@ -205,8 +205,8 @@ def record_games(env, white: Callable, black: Callable, key: Array, num_games: i
     if isinstance(steps, bool) or int(steps) < 1:
         raise ValueError(f"record_games: max_steps must be >= 1, got {max_steps}")
     chess = require_python_chess("record_games")
-    out = jax.device_get(_play_recorded_jit(env, white, black, tuple(variables), key, int(num_games),
-                             int(steps)))
+    out = jax.device_get(_play_recorded_jit(env, white, black, tuple(variables), key,
+                                            int(num_games), int(steps)))
     finished = out.states.terminated | out.states.truncated
     records = []
     for g in range(int(num_games)):
