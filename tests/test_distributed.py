@@ -1,6 +1,8 @@
-"""The Trainer under jax.distributed: 2 processes on 127.0.0.1 (CPU collectives over gloo) end
-with the parameters of 1 process with 2 devices and the same global batch, write one marker,
-one checkpoint per step and one metrics file; and the launcher's settings checks."""
+"""The Trainer under jax.distributed: 2 processes on 127.0.0.1 (CPU collectives over gloo),
+stopped after 2 iterations, a shard of their newest checkpoint damaged, resumed to 3, end with
+the parameters of 1 process with 2 devices and the same global batch trained straight through;
+they write one marker, one checkpoint per step and one metrics file. And the launcher's
+settings checks."""
 
 import json
 import os
@@ -16,18 +18,21 @@ from turbozero.training import distributed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NUM_ITERATIONS = 3
-CHECKPOINT_EVERY = 2  # steps 2 and 3 (the last iteration is always saved)
+STOP_AT = 2  # the pair stops here, then resumes
+CHECKPOINT_EVERY = 1
 # parameters after 3 iterations x 2 Adam steps: 2 processes vs 1 process with 2 devices run the
 # same XLA program; only the cross-process reductions (gloo vs in-process) may add in another
 # order, float32 rounding, far below the distance training moves them (checked below).
 # Measured 2026-11-23: bit-equal (max difference 0.0; the largest move from init 0.011)
 RTOL, ATOL = 1e-4, 1e-5
 
-# argv: process_id num_processes port run_dir out_prefix [other_run_dir]
+# argv: process_id num_processes port run_dir out_prefix iterations resume [other_run_dir]
 # num_processes 0: one process with 2 host devices (the reference), no jax.distributed
 WORKER = r"""
-import json, os, sys
+import json, os, sys, warnings
 pid, nproc, port, run_dir, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+iterations, resume = int(sys.argv[6]), sys.argv[7] == "1"
+warnings.simplefilter("ignore", UserWarning)  # the first leg's "no evaluation happens"
 sys.path.insert(0, os.getcwd())
 import jax, numpy as np
 from turbozero.training import distributed
@@ -39,24 +44,30 @@ from turbozero.training.checkpoints import load_checkpoint
 cfg = get_preset("pgx/tic_tac_toe", "tiny", num_iterations=%(iters)d, eval_every=%(iters)d,
                  eval_games=8, num_envs=8, collect_steps=9, train_steps=2, batch_size=16,
                  checkpoint_every=%(ckpt)d)
-t = Trainer(cfg, run_dir)
+from turbozero.training.checkpoints import DamagedCheckpointWarning
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always", DamagedCheckpointWarning)
+    t = Trainer(cfg, run_dir, resume=resume)
+damage = [str(w.message) for w in caught if w.category is DamagedCheckpointWarning]
+start = int(t.state.iteration)
 init = {jax.tree_util.keystr(p): np.asarray(x) for p, x in
         jax.tree_util.tree_flatten_with_path(t.state.train_state.params)[0]}
-t.run(progress=False)
+t.run(num_iterations=iterations, progress=False)
 t.run_dir.close()
 flat = lambda tree: {jax.tree_util.keystr(p): np.asarray(x) for p, x in
                      jax.tree_util.tree_flatten_with_path(tree)[0]}
 arrays = {"final" + k: v for k, v in flat(t.state.train_state.params).items()}
 arrays.update({"init" + k: v for k, v in init.items()})
-if len(sys.argv) > 6:  # the other run's checkpoint, restored into this run's state
-    restored, step = load_checkpoint(sys.argv[6], t.state)
+if len(sys.argv) > 8:  # the other run's checkpoint, restored into this run's state
+    restored, step = load_checkpoint(sys.argv[8], t.state)
     arrays.update({"other" + k: v for k, v in flat(restored.train_state.params).items()})
 np.savez(f"{out}.npz", **arrays)
 leaf = t.state.collector.env_state.observation
 with open(f"{out}.json", "w") as f:
     json.dump({"process_index": jax.process_index(), "process_count": jax.process_count(),
                "devices": jax.device_count(), "local_devices": jax.local_device_count(),
-               "obs_shards": len(leaf.sharding.device_set)}, f)
+               "obs_shards": len(leaf.sharding.device_set), "start": start,
+               "damage": damage}, f)
 if nproc:
     distributed.shutdown()
 """ % {"iters": NUM_ITERATIONS, "ckpt": CHECKPOINT_EVERY}
@@ -100,22 +111,41 @@ def _params(path, prefix):
         return {k[len(prefix):]: z[k] for k in z.files if k.startswith(prefix)}
 
 
+def _pair(tmp, run_dir, iterations, resume, leg):
+    """Both processes of one leg, to the end."""
+    port = _free_port()
+    procs = []
+    for i in range(2):
+        log = open(tmp / f"{leg}{i}.log", "w")
+        procs.append(_start([i, 2, port, run_dir, tmp / f"{leg}{i}", iterations, int(resume)],
+                            _env(), log))
+        log.close()  # the child holds its own copy
+    for i, proc in enumerate(procs):
+        _wait(proc, tmp / f"{leg}{i}.log", timeout=1500)
+
+
+def _damage_shard_of_process_1(run_dir, step):
+    """Cut process 1's data file of `step` short, as a full disk would."""
+    d = os.path.join(run_dir, "checkpoints", str(step), "default", "ocdbt.process_1", "d")
+    names = os.listdir(d)
+    assert names, d
+    for name in names:
+        path = os.path.join(d, name)
+        os.truncate(path, os.path.getsize(path) // 3)
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("distributed")
     dist_dir, ref_dir = str(tmp / "two_processes"), str(tmp / "one_process")
-    port = _free_port()
-    logs = [open(tmp / f"p{i}.log", "w") for i in range(2)]
-    procs = [_start([i, 2, port, dist_dir, tmp / f"p{i}"], _env(), logs[i]) for i in range(2)]
-    for i, proc in enumerate(procs):
-        _wait(proc, tmp / f"p{i}.log", timeout=1500)
+    _pair(tmp, dist_dir, STOP_AT, False, "a")
+    _damage_shard_of_process_1(dist_dir, STOP_AT)
+    _pair(tmp, dist_dir, NUM_ITERATIONS, True, "p")
     # the reference after the pair (the machine has few cores); it also restores their checkpoint
     with open(tmp / "ref.log", "w") as log:
-        ref = _start([0, 0, 0, ref_dir, tmp / "ref", dist_dir],
+        ref = _start([0, 0, 0, ref_dir, tmp / "ref", NUM_ITERATIONS, 0, dist_dir],
                      _env(XLA_FLAGS="--xla_force_host_platform_device_count=2"), log)
         _wait(ref, tmp / "ref.log", timeout=1200)
-    for log in logs:
-        log.close()
     info = [json.load(open(tmp / f"{name}.json")) for name in ("p0", "p1", "ref")]
     return {"dir": dist_dir, "ref_dir": ref_dir, "info": info,
             "p0": _params(tmp / "p0.npz", "final"), "p1": _params(tmp / "p1.npz", "final"),
@@ -134,6 +164,19 @@ def test_two_processes_see_one_mesh(runs):
 
 
 @pytest.mark.slow
+def test_resume_agrees_on_the_step_before_the_damage(runs):
+    p0, p1, ref = runs["info"]
+    assert p0["start"] == p1["start"] == STOP_AT - 1 and ref["start"] == 0
+    # each process warned once about the damaged step; process 0 alone moved it
+    for info in (p0, p1):
+        assert len(info["damage"]) == 1
+        assert f"checkpoints/{STOP_AT} is damaged" in info["damage"][0]
+        assert f"resuming from step {STOP_AT - 1}" in info["damage"][0]
+    assert "by process 0" in p1["damage"][0] and "by process 0" not in p0["damage"][0]
+    assert os.listdir(os.path.join(runs["dir"], "damaged_checkpoints")) == [str(STOP_AT)]
+
+
+@pytest.mark.slow
 def test_same_parameters_as_one_process(runs):
     p0, p1, ref, init = runs["p0"], runs["p1"], runs["ref"], runs["ref_init"]
     assert sorted(p0) == sorted(ref) == sorted(p1) and len(ref) > 2
@@ -149,9 +192,11 @@ def test_same_parameters_as_one_process(runs):
 @pytest.mark.slow
 def test_checkpoints_written_once(runs):
     d = runs["dir"]
-    assert sorted(os.listdir(d)) == ["checkpoints", "metrics.jsonl", "turbozero_run.json"]
+    assert sorted(os.listdir(d)) == ["checkpoints", "damaged_checkpoints", "metrics.jsonl",
+                                     "turbozero_run.json"]
     steps = sorted(os.listdir(os.path.join(d, "checkpoints")))
-    assert steps == ["2", "3"]  # one directory per step, no temporary ones left
+    # one directory per step (2 written again after the damage), no temporary ones left
+    assert steps == ["1", "2", "3"]
     # one orbax step, as the one-process run writes it, plus process 1's own shard directory:
     # not a second copy of the step by another process
     for sub in ("", "default"):
@@ -173,6 +218,7 @@ def test_metrics_written_by_process_zero_only(runs):
             return [json.loads(line) for line in f if line.strip()]
 
     two, one = records(runs["dir"]), records(runs["ref_dir"])
+    # iteration 2 was written, cut on resume (its checkpoint was damaged), and written again
     assert [r["iteration"] for r in two] == list(range(1, NUM_ITERATIONS + 1))
     for a, b in zip(two, one):
         assert a["episodes_finished"] == b["episodes_finished"]
@@ -229,3 +275,21 @@ def test_one_process_helpers():
     assert isinstance(tree["a"], np.ndarray) and tree["a"].tolist() == [0, 1, 2]
     assert float(tree["b"]) == 2.5
     assert distributed.agree_min(7) == 7
+    mesh = jax.sharding.Mesh(np.asarray(jax.devices()), ("data",))
+    placed = distributed.place(np.arange(4), jax.sharding.NamedSharding(
+        mesh, jax.sharding.PartitionSpec("data")))
+    assert placed.tolist() == [0, 1, 2, 3] and placed.sharding.mesh == mesh
+
+
+def test_cli_checks_its_process_options(capsys, tmp_path):
+    from turbozero import cli
+
+    # both refused before anything joins or trains: exit code 2, one line naming the setting
+    assert cli.main(["train", "pgx/tic_tac_toe", "--coordinator", "127.0.0.1:1234",
+                     "--num-processes", "2", "--process-id", "0"]) == 2
+    assert "--run-dir is needed with several processes" in capsys.readouterr().err
+    assert cli.main(["train", "pgx/tic_tac_toe", "--run-dir", str(tmp_path / "r"),
+                     "--num-processes", "2", "--process-id", "2",
+                     "--coordinator", "127.0.0.1:1234"]) == 2
+    assert "process_id must be an int in [0, num_processes=2)" in capsys.readouterr().err
+    assert not os.path.exists(tmp_path / "r")

@@ -316,7 +316,8 @@ class RunDirectory:
             self.manager.close()
             for bad, reason in damaged.items():
                 src = os.path.join(self.checkpoint_dir, str(bad))
-                dest = self._set_aside(src, bad) if distributed.is_primary() else "(by process 0)"
+                dest = (self._set_aside(src, bad) if distributed.is_primary()
+                        else f"{os.path.join(self.path, DAMAGED)} by process 0")
                 warnings.warn(f"checkpoint {src} is damaged ({reason}); moved to {dest}, "
                               f"resuming from step {step}", DamagedCheckpointWarning, stacklevel=3)
             distributed.barrier("turbozero damaged checkpoints set aside")

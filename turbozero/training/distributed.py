@@ -21,6 +21,7 @@ import os
 from typing import Any, Mapping, Optional
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax.experimental import multihost_utils
 
@@ -114,6 +115,12 @@ def initialize(coordinator_address: Optional[str] = None,
         jax.config.update("jax_cpu_collectives_implementation", cpu_collectives)
     jax.distributed.initialize(group.coordinator_address, group.num_processes, group.process_id,
                                initialization_timeout=timeout_s)
+    # gloo sets up its context for a set of devices at the first collective over them and gives
+    # the other processes 30 s to arrive (not configurable in jax 0.10); on a loaded machine one
+    # process reached the first collective of `Trainer` more than 30 s after the other and the
+    # run failed ("Gloo context initialization failed: ... GetKeyValue() timed out"). Here,
+    # just after every process has joined, they arrive together; later collectives reuse it.
+    barrier("turbozero: every process joined")
     return group
 
 
@@ -134,6 +141,20 @@ def barrier(name: str) -> None:
     Every process must pass the same barriers in the same order."""
     if jax.process_count() > 1:
         multihost_utils.sync_global_devices(name)
+
+
+def place(x: Any, sharding: jax.sharding.Sharding) -> jax.Array:
+    """`x`, a value equal on every process, onto `sharding`, each process keeping its shards.
+
+    With one process this is `jax.device_put`. With several, `device_put` first checks that `x`
+    is equal on every process by gathering all of it from all of them (an all-gather of the
+    whole replay at start); the Trainer's values are equal by construction (same seed, same
+    program), so each process takes its own slices instead. An array that is already spread
+    over several processes (restored by orbax) is moved by `device_put` as usual."""
+    if jax.process_count() == 1 or (isinstance(x, jax.Array) and not x.is_fully_addressable):
+        return jax.device_put(x, sharding)
+    host = np.asarray(jnp.asarray(x))  # a Python scalar as JAX would type it (int32, not int64)
+    return jax.make_array_from_callback(host.shape, sharding, lambda index: host[index])
 
 
 def to_host(tree: Any) -> Any:

@@ -161,11 +161,12 @@ class Trainer:
         """Params replicated; games and replay split over the mesh's "data" axis.
 
         With several processes, `state` is the same whole value on every process (built from
-        the seed, or restored), and `device_put` keeps each process's own shards of it."""
+        the seed) or already spread over them (restored), and each keeps its own shards."""
         def data(x):
-            return jax.device_put(x, self._data if x.ndim >= 1 else self._replicated)
+            return distributed.place(x, self._data if x.ndim >= 1 else self._replicated)
 
-        rep = lambda t: jax.device_put(t, self._replicated)  # noqa: E731
+        rep = lambda t: jax.tree_util.tree_map(  # noqa: E731
+            lambda x: distributed.place(x, self._replicated), t)
         buffer = jax.tree_util.tree_map(data, state.buffer)
         return LoopState(
             train_state=rep(state.train_state),
