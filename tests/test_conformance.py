@@ -9,6 +9,7 @@ env, module-scoped, so the default suite pays each compile once; `-m slow` runs 
 from __future__ import annotations
 
 import functools
+from xml.etree import ElementTree
 
 import jax
 import jax.numpy as jnp
@@ -247,6 +248,7 @@ def test_api_shape_round_trips(case):
         assert isinstance(env.render_text(s), str) and env.render_text(s)
         svg = env.render_svg(s)
         assert svg.lstrip().startswith("<svg") and svg.rstrip().endswith("</svg>")
+        assert ElementTree.fromstring(svg).tag.endswith("svg")  # well-formed XML
         assert s._repr_html_() == svg
     batch_html = at(states, slice(None), 0)._repr_html_()
     assert f"a batch of shape ({BATCH},)" in batch_html and "<svg" in batch_html
