@@ -22,6 +22,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import chess  # noqa: E402
+import chess.engine  # noqa: E402
 import jax  # noqa: E402
 
 import envs  # noqa: E402
