@@ -15,6 +15,7 @@ reuse: evaluations carried into the next move's search by `reuse_subtree` during
 from __future__ import annotations
 
 import argparse
+import time
 
 import jax
 import jax.numpy as jnp
@@ -24,7 +25,6 @@ from turbozero.games import build_network, game_spec
 from turbozero.search import (
     NetworkEvaluator, PUCTRoot, SearchConfig, TreeSearchConfig, random_actions, search)
 
-from _timing import median_time  # benchmarks/_timing.py (this script's folder)
 
 TINY = {"num_filters": 8, "num_blocks": 1}
 
@@ -41,6 +41,20 @@ def _setup(game: str, batch: int, plies: int = 6):
     return env, NetworkEvaluator(net.apply, spec.value_format), variables, states
 
 
+def _interleaved_min(fns, repeats):
+    """Fastest wall time of each function, the calls interleaved: on a shared, loaded machine
+    the minimum of interleaved runs is the figure least changed by other processes."""
+    for fn in fns:
+        jax.block_until_ready(fn())  # compile and warm up
+    best = [float("inf")] * len(fns)
+    for _ in range(repeats):
+        for i, fn in enumerate(fns):
+            t0 = time.perf_counter()
+            jax.block_until_ready(fn())
+            best[i] = min(best[i], time.perf_counter() - t0)
+    return best
+
+
 def _search_fn(env, evaluator, config):
     return jax.jit(lambda v, s, k: search(env, evaluator, v, s, k, config).action_weights)
 
@@ -54,8 +68,9 @@ def speed(games, batches, sims, repeats):
             key = jax.random.PRNGKey(3)
             mctx_fn = _search_fn(env, ev, SearchConfig(num_simulations=sims))
             ours_fn = _search_fn(env, ev, TreeSearchConfig(num_simulations=sims))
-            t_mctx = median_time(lambda: mctx_fn(variables, states, key), repeats)
-            t_ours = median_time(lambda: ours_fn(variables, states, key), repeats)
+            t_mctx, t_ours = _interleaved_min(
+                [lambda: mctx_fn(variables, states, key), lambda: ours_fn(variables, states, key)],
+                repeats)
             r_mctx, r_ours = batch * sims / t_mctx, batch * sims / t_ours
             print(f"| {game} | {batch} | {sims} | {r_mctx:.0f} | {r_ours:.0f} | "
                   f"{r_ours / r_mctx:.1f}x |", flush=True)
@@ -83,9 +98,11 @@ def leaves(game, batch, sims, repeats):
     key = jax.random.PRNGKey(3)
     print(f"| game | batch | sims | L | ms per search | ({jax.devices()[0].platform})")
     print("| --- | --- | --- | --- | --- |")
-    for num_l in (1, 4, 8):
-        fn = _search_fn(env, ev, TreeSearchConfig(num_simulations=sims, leaves_per_step=num_l))
-        t = median_time(lambda: fn(variables, states, key), repeats)
+    ls = (1, 4, 8)
+    fns = [_search_fn(env, ev, TreeSearchConfig(num_simulations=sims, leaves_per_step=n))
+           for n in ls]
+    times = _interleaved_min([lambda f=f: f(variables, states, key) for f in fns], repeats)
+    for num_l, t in zip(ls, times):
         print(f"| {game} | {batch} | {sims} | {num_l} | {t * 1e3:.0f} |", flush=True)
 
 
@@ -97,7 +114,7 @@ def main() -> None:
     p.add_argument("--batches", nargs="+", type=int, default=[16, 64])
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--sims", type=int, default=64)
-    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--repeats", type=int, default=5)
     a = p.parse_args()
     if a.what == "speed":
         speed(a.games, a.batches, a.sims, a.repeats)

@@ -627,3 +627,34 @@ def test_search_interface_runs_the_kernel_and_checks_k():
     with pytest.raises(ValueError, match="max_children"):
         mctx_policies.search(TTT, TTT_EVAL, None, TTT_STATES, jax.random.PRNGKey(5),
                              TreeSearchConfig(num_simulations=4, max_children=8))
+
+
+# ------------------------------------------------------------------------------ tree reuse
+def test_reused_subtree_equals_a_fresh_search_of_the_same_visits():
+    """S1 simulations, play the most visited move, carry its subtree (N_c visits) and search
+    S2 more: the tree equals a fresh search from the child with N_c - 1 + S2 simulations
+    (no root noise: a subtree's statistics depend only on the visits that entered it)."""
+    from turbozero.search.reuse import reuse_subtree
+
+    s1, s2, cap = 30, 20, 60
+    first = TreeSearchConfig(num_simulations=s1, root=QUIET, temperature=0.0,
+                             extra_nodes=cap - s1)
+    second = TreeSearchConfig(num_simulations=s2, root=QUIET, temperature=0.0,
+                              extra_nodes=cap - s2)
+    states = TTT_STATES
+    result, tree = _kernel(TTT_MODEL, states, jax.random.PRNGKey(0), first)
+    action = result.action
+    carried = jax.jit(reuse_subtree, static_argnums=2)(tree, action, s2)
+    nxt = jax.vmap(TTT.step)(states, action)
+    visits = np.asarray(carried.node_visits[:, 0])
+    assert np.all(visits >= 2) and np.all(np.asarray(carried.next_node) >= 1)
+    again, tree2 = jax.jit(lambda s, k, t: tree_search(TTT_MODEL, None, s, k, second, tree=t))(
+        nxt, jax.random.PRNGKey(1), carried)
+    for b in range(3):
+        fresh_cfg = TreeSearchConfig(num_simulations=int(visits[b]) - 1 + s2, root=QUIET,
+                                     temperature=0.0)
+        _, fresh = _kernel(TTT_MODEL, _row(nxt, b), jax.random.PRNGKey(2), fresh_cfg)
+        assert _kernel_tree(tree2, b) == _kernel_tree(fresh, 0), f"game {b}"
+    # the carried visits stay: the second search's root has N_c + S2 visits for S2 evaluations
+    np.testing.assert_array_equal(np.asarray(tree2.node_visits[:, 0]), visits + s2)
+    assert np.all(np.asarray(tree2.next_node) <= np.asarray(carried.next_node) + s2)

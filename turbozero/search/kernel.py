@@ -301,17 +301,26 @@ def tree_search(
 
     root_input: what `model.root` takes (for `EnvModel`, a batch of env states).
     temperature: float32[B] acting temperature per game (default `config.temperature`).
-    tree: a tree carried from the previous move (`reuse_subtree`); its root must be the state
-        of `root_input` (its root evaluation and statistics are kept, `root_input` is then only
-        used for its shape). `config.num_simulations` more simulations are run on it.
+    tree: trees carried from the previous move (`turbozero.search.reuse.reuse_subtree`);
+        each row's root must be the state of `root_input`; rows left empty (`next_node == 0`)
+        start from `root_input`'s fresh evaluation. `config.num_simulations` more
+        simulations are run on each.
     Returns (result, tree); the tree is for `reuse_subtree` and inspection.
     """
     k_noise, k_loop, k_act = jax.random.split(key, 3)
+    fresh = init_tree(model, params, root_input, config)
     if tree is None:
-        tree = init_tree(model, params, root_input, config)
-    elif tree.num_nodes != config.num_nodes:
-        raise ValueError(f"a carried tree has {tree.num_nodes} nodes, the config needs "
-                         f"{config.num_nodes} (num_simulations + 1 + extra_nodes)")
+        tree = fresh
+    else:
+        if tree.num_nodes != config.num_nodes:
+            raise ValueError(f"a carried tree has {tree.num_nodes} nodes, the config needs "
+                             f"{config.num_nodes} (num_simulations + 1 + extra_nodes)")
+        carried = tree.next_node > 0  # [B] rows that `reuse_subtree` could keep
+
+        def pick(c, f):
+            return jnp.where(carried.reshape((-1,) + (1,) * (c.ndim - 1)), c, f)
+
+        tree = jax.tree_util.tree_map(pick, tree, fresh)
     b = tree.batch_size
     valid = tree.children_action[:, ROOT_INDEX] != NO_ACTION  # [B, K]
     prior, extra = config.root.prepare(k_noise, tree.children_prior[:, ROOT_INDEX], valid,
