@@ -126,8 +126,31 @@ def main() -> None:
         reuse(a.game, a.batch, a.sims)
 
 
-def reuse(game, batch, sims):
-    raise SystemExit("reuse: see turbozero.search.reuse (not measured yet)")
+def reuse(game, batch, sims, moves=12):
+    """Self-play with the tiny network (acting temperature 1, root noise on): after each move
+    the chosen child's subtree is carried; its nodes are evaluations the next search skips."""
+    from turbozero.search import tree_search
+    from turbozero.search.model import EnvModel
+    from turbozero.search.reuse import reuse_subtree
+
+    env, ev, variables, states = _setup(game, batch, plies=0)
+    model = EnvModel(env, ev)
+    cfg = TreeSearchConfig(num_simulations=sims, extra_nodes=sims)
+    first = jax.jit(lambda s, k: tree_search(model, variables, s, k, cfg))
+    again = jax.jit(lambda s, k, t: tree_search(model, variables, s, k, cfg, tree=t))
+    carry = jax.jit(lambda t, a: reuse_subtree(t, a, sims))
+    step = jax.jit(jax.vmap(env.step))
+    result, tree = first(states, jax.random.PRNGKey(0))
+    saved = []
+    for i in range(moves):
+        kept = carry(tree, result.action)
+        states = step(states, result.action)
+        saved.append(float(kept.next_node.mean()))
+        result, tree = again(states, jax.random.PRNGKey(i + 1), kept)
+    print(f"{game}, batch {batch}, {sims} simulations, capacity {cfg.num_nodes}: evaluations "
+          f"carried per move (mean over games), moves 1-{moves}: "
+          + ", ".join(f"{x:.1f}" for x in saved)
+          + f"; mean {sum(saved) / len(saved):.1f} of {sims}")
 
 
 if __name__ == "__main__":
