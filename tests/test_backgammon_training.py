@@ -133,7 +133,7 @@ def test_gnubg_opponent_plays_legal_complete_moves(short_run):
         ENV.check_action(s, a)  # raises if gnubg's move were not legal here
         s = ENV.step(s, a, jax.random.PRNGKey(9))
     trainer, _ = short_run
-    result = play_against_gnubg(trainer.env, trainer.agent_policy,
+    result = play_against_gnubg(trainer.env, jax.jit(trainer.agent_policy),
                                 trainer.variables(trainer.state.train_state),
                                 jax.random.PRNGKey(3), num_games=2, max_steps=40)
     assert set(result) >= {"win_rate", "mean_return", "finished", "unfinished", "wins", "losses"}

@@ -25,6 +25,8 @@ def play_against_gnubg(
     plies: int = 0,
 ) -> dict[str, Optional[float]]:
     """`agent(variables, states, key) -> actions` against gnubg; seats alternate over games.
+    `agent` is called as given: pass a jitted function, kept across matches (the Trainer passes
+    its cached one), or every match compiles the search again.
 
     Backgammon registers this as its `gnubg` opponent (`turbozero.games`). Returns
     `evaluation.match_summary`: counts of wins, draws, losses and unfinished games, rates over
@@ -38,7 +40,6 @@ def play_against_gnubg(
         raise ValueError("the gnubg opponent needs the `gnubg` package: "
                          'pip install -e ".[backgammon]"') from err
     n = num_games
-    agent = jax.jit(agent)
     step = jax.jit(jax.vmap(env.step))
     k_init, key = jax.random.split(key)
     states = jax.jit(jax.vmap(env.init))(jax.random.split(k_init, n))

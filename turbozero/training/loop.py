@@ -229,6 +229,8 @@ class Trainer:
         self._collect = jax.jit(collect_fn)
         self._train = jax.jit(train_fn)
         self._evals: dict[str, Callable] = {}
+        # the agent's evaluation search, compiled once for the matches outside jit (gnubg, ...)
+        self._agent_jit = jax.jit(self.agent_policy)
 
     def agent_policy(self, variables, states, key):
         """The trained agent in evaluation: the algorithm's evaluation search."""
@@ -269,7 +271,7 @@ class Trainer:
         key = jax.random.fold_in(jax.random.PRNGKey(cfg.seed + 1), int(self.state.iteration)) if key is None else key
         opp = self.opponents[opponent]
         if opp.match is not None:  # an outside program: it plays the whole match itself
-            return opp.match(self.env, self.agent_policy, variables, key, cfg.eval_games,
+            return opp.match(self.env, self._agent_jit, variables, key, cfg.eval_games,
                              cfg.max_eval_steps)
         if opponent not in self._evals:
             policy = self.baseline_policy(opponent)
