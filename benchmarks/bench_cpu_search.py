@@ -3,10 +3,12 @@
     python benchmarks/bench_cpu_search.py alloc
     python benchmarks/bench_cpu_search.py queue [--workers 1 2 8]
     python benchmarks/bench_cpu_search.py selfplay [--game chess --games 16 --sims 64 --moves 6]
+    python benchmarks/bench_cpu_search.py evaluator [--game chess --tiers 16 64]
 
 alloc: ns per node of NodePool.allocate + init for child runs of 1, 30 and 218 nodes.
 queue: the evaluation queue's round trip (submit, collect, submit_results, get_results) with a
     trivial C++ evaluator: requests/s and microseconds per request.
+evaluator: ms per call of the jitted pool evaluator per batch size (the floor of a round).
 selfplay: positions/s and simulations/s of self-play at equal simulations and network (the
     tiny network of benchmarks/bench_search_kernel.py): the CPU path with 1 and 2 worker threads
     against the all-JAX tree kernel (`search_env`, TreeSearchConfig) stepping every game once
@@ -26,7 +28,9 @@ import envs
 from turbozero.games import build_network, game_spec
 from turbozero.search import NetworkEvaluator, PUCTRoot
 from turbozero.search.cpu import CPUSearchConfig, require_extension
-from turbozero.search.cpu.selfplay import CPUSelfPlayConfig, cpu_self_play, make_pool_evaluator
+from turbozero.search.cpu import NEW_GAME
+from turbozero.search.cpu.selfplay import (
+    CPUSelfPlayConfig, cpu_self_play, make_pool_evaluator, make_state_pool)
 
 TINY = {"num_filters": 8, "num_blocks": 1}
 
@@ -83,7 +87,31 @@ def _jax_selfplay(env, evaluator, variables, games, sims, moves):
     return time.perf_counter() - t0
 
 
-def selfplay(game, games, sims, moves, workers_list, leaves):
+def evaluator_cost(game, tiers):
+    """Seconds per call of the jitted pool evaluator (step + observe + network) per batch size:
+    the floor under the CPU path's time per batch."""
+    from _timing import median_time
+
+    env, evaluator, variables = _network(game)
+    key = jax.random.PRNGKey(3)
+    evaluate = make_pool_evaluator(env, evaluator, key)
+    pool = make_state_pool(env, 2 * max(tiers) + 1)
+    print("| batch | ms per call | us per state |")
+    print("| --- | --- | --- |")
+    for t in tiers:
+        idx = np.arange(t, dtype=np.int32)
+        pool, _ = evaluate(pool, variables, np.full(t, NEW_GAME, np.int32), idx, idx)
+        box = [pool]
+
+        def call():
+            box[0], out = evaluate(box[0], variables, idx, np.full(t, 12, np.int32), idx + t)
+            return out
+        sec = median_time(call, 5)
+        pool = box[0]
+        print(f"| {t} | {sec * 1e3:.1f} | {sec / t * 1e6:.0f} |")
+
+
+def selfplay(game, games, sims, moves, workers_list, leaves, tiers):
     env, evaluator, variables = _network(game)
     key = jax.random.PRNGKey(3)
     print(f"| path | workers | games | sims | positions | seconds | positions/s | sims/s |")
@@ -96,7 +124,7 @@ def selfplay(game, games, sims, moves, workers_list, leaves):
     for w in workers_list:
         cfg = CPUSelfPlayConfig(search=CPUSearchConfig(), num_workers=w, num_games=games,
                                 num_simulations=sims, leaves_per_step=leaves, max_moves=moves,
-                                batch_tiers=(8, 32, 128), seed=w)
+                                batch_tiers=tuple(tiers), seed=w)
         cpu_self_play(env, evaluator, variables, cfg, key, pool_evaluator=pool_eval)  # compile
         out = cpu_self_play(env, evaluator, variables, cfg, key, pool_evaluator=pool_eval)
         s = out.stats
@@ -118,13 +146,19 @@ def main():
     s.add_argument("--moves", type=int, default=6)
     s.add_argument("--leaves", type=int, default=4)
     s.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    s.add_argument("--tiers", type=int, nargs="+", default=[32, 64])
+    e = sub.add_parser("evaluator")
+    e.add_argument("--game", default="chess")
+    e.add_argument("--tiers", type=int, nargs="+", default=[16, 64])
     a = p.parse_args()
     if a.cmd == "alloc":
         alloc()
     elif a.cmd == "queue":
         queue(a.workers)
+    elif a.cmd == "evaluator":
+        evaluator_cost(a.game, a.tiers)
     else:
-        selfplay(a.game, a.games, a.sims, a.moves, a.workers, a.leaves)
+        selfplay(a.game, a.games, a.sims, a.moves, a.workers, a.leaves, a.tiers)
 
 
 if __name__ == "__main__":
