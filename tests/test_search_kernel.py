@@ -377,6 +377,16 @@ CHESS_STATES = _stack([
 ])
 
 
+@pytest.mark.slow  # a chess compilation per option: 20-60 s each on 2 shared cores
+@pytest.mark.parametrize("config", [
+    TreeSearchConfig(num_simulations=32, leaves_per_step=4, root=QUIET,
+                     selection=SpecPUCT(fpu_base=0.3, risk_beta=0.5)),
+    TreeSearchConfig(num_simulations=32, root=GumbelRoot(max_considered=8)),
+], ids=["fpu-risk-L4", "gumbel"])
+def test_kernel_matches_python_reference_on_chess(config):
+    _check_against_reference(CHESS_MODEL, CHESS_STATES, config)
+
+
 @pytest.mark.slow  # ~45 s on 2 cores, mostly compiling mctx's chess search
 def test_mctx_formulas_give_mctx_trees_on_chess():
     _check_against_mctx(CHESS, CHESS_EVAL, CHESS_STATES, 32)

@@ -20,12 +20,13 @@ from turbozero.search.mctx_policies import (
 )
 from turbozero.search.kernel import TreeSearchConfig, TreeSearchResult, tree_search
 from turbozero.search.model import EnvModel, ModelOutput
+from turbozero.search.reuse import reuse_subtree
 from turbozero.search.roots import GumbelRoot, PUCTRoot
 from turbozero.search.selection import MctxPUCT, SpecPUCT
 
 __all__ = [
     "EnvModel", "GumbelRoot", "MctxPUCT", "ModelOutput", "PUCTRoot", "SpecPUCT",
-    "TreeSearchConfig", "TreeSearchResult", "tree_search",
+    "TreeSearchConfig", "TreeSearchResult", "reuse_subtree", "tree_search",
     "MCGSConfig", "MCGSOutput", "NetworkEvaluator", "SearchConfig", "SearchOutput",
     "greedy_actions", "make_mcgs_fn", "mcgs_search", "network_eval_fn", "random_actions",
     "search", "uniform_eval_fn",
