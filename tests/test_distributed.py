@@ -120,8 +120,14 @@ def _pair(tmp, run_dir, iterations, resume, leg):
         procs.append(_start([i, 2, port, run_dir, tmp / f"{leg}{i}", iterations, int(resume)],
                             _env(), log))
         log.close()  # the child holds its own copy
-    for i, proc in enumerate(procs):
-        _wait(proc, tmp / f"{leg}{i}.log", timeout=1500)
+    try:
+        for i, proc in enumerate(procs):
+            _wait(proc, tmp / f"{leg}{i}.log", timeout=1500)
+    finally:  # one failed: the other would wait for it until the heartbeat timeout
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
 
 
 def _damage_shard_of_process_1(run_dir, step):
@@ -227,6 +233,36 @@ def test_metrics_written_by_process_zero_only(runs):
     # the evaluation at the last iteration ran across both processes
     assert two[-1]["eval_random_games"] == 8
     assert two[-1]["eval_random_finished"] == one[-1]["eval_random_finished"]
+
+
+@pytest.mark.slow
+def test_cli_two_processes(tmp_path):
+    """`turbozero train ... --coordinator --num-processes --process-id`: both train, process 0
+    alone prints and writes cli.json and the metrics."""
+    run_dir, port = str(tmp_path / "run"), _free_port()
+    cmd = [sys.executable, "-m", "turbozero.cli", "train", "pgx/tic_tac_toe", "--preset", "tiny",
+           "--iterations", "2", "--run-dir", run_dir, "--no-progress",
+           "--coordinator", f"127.0.0.1:{port}", "--num-processes", "2"]
+    for key_value in ("eval_every=2", "eval_games=8", "num_envs=8", "batch_size=16"):
+        cmd += ["--set", key_value]
+    procs = [subprocess.Popen(cmd + ["--process-id", str(i)], cwd=ROOT, env=_env(),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for i in range(2)]
+    try:
+        outs = [proc.communicate(timeout=1500) for proc in procs]
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    for proc, (out, err) in zip(procs, outs):
+        assert proc.returncode == 0, err[-3000:]
+    assert "run directory:" in outs[0][0] and "random: won " in outs[0][0]
+    assert "run directory:" not in outs[1][0] and "loss:" not in outs[1][0]
+    assert sorted(os.listdir(run_dir)) == ["checkpoints", "cli.json", "metrics.jsonl",
+                                           "turbozero_run.json"]
+    with open(os.path.join(run_dir, "metrics.jsonl")) as f:
+        assert [json.loads(line)["iteration"] for line in f if line.strip()] == [1, 2]
 
 
 # ------------------------------------------------------------ launcher settings (fast)

@@ -93,27 +93,33 @@ def enable_compilation_cache() -> None:
 
 def _join_processes(args: argparse.Namespace) -> bool:
     """With --distributed or any of its settings, join the run's other processes (before
-    anything touches a device); whether this process is the one that prints and writes."""
+    anything touches a device); whether it did."""
     if not (args.distributed or args.coordinator is not None or args.num_processes is not None
             or args.process_id is not None):
-        return True
+        return False
     from turbozero.training import distributed
 
     if args.run_dir is None:
         raise ValueError("--run-dir is needed with several processes: they all write one run "
                          "directory (on a file system they share)")
     distributed.initialize(args.coordinator, args.num_processes, args.process_id)
-    return distributed.is_primary()
+    return True
 
 
 def _train(args: argparse.Namespace) -> int:
     """Every process of a run trains; only the primary prints and writes cli.json."""
-    primary = _join_processes(args)
-    if primary:
-        return _train_run(args, primary)
-    args.no_progress = True
-    with open(os.devnull, "w", encoding="utf-8") as quiet, contextlib.redirect_stdout(quiet):
-        return _train_run(args, primary)
+    from turbozero.training import distributed
+
+    joined = _join_processes(args)
+    if distributed.is_primary():
+        code = _train_run(args, True)
+    else:
+        args.no_progress = True
+        with open(os.devnull, "w", encoding="utf-8") as quiet, contextlib.redirect_stdout(quiet):
+            code = _train_run(args, False)
+    if joined:  # every process arrives here after the same last checkpoint
+        distributed.shutdown()
+    return code
 
 
 def _train_run(args: argparse.Namespace, primary: bool) -> int:
