@@ -30,7 +30,8 @@ RTOL, ATOL = 1e-4, 1e-5
 # num_processes 0: one process with 2 host devices (the reference), no jax.distributed
 WORKER = r"""
 import json, os, sys, warnings
-pid, nproc, port, run_dir, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+pid, nproc, port = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+run_dir, out = sys.argv[4], sys.argv[5]
 iterations, resume = int(sys.argv[6]), sys.argv[7] == "1"
 warnings.simplefilter("ignore", UserWarning)  # the first leg's "no evaluation happens"
 sys.path.insert(0, os.getcwd())

@@ -60,8 +60,8 @@ class ProcessGroup:
             raise ValueError(f"num_processes must be an int >= 1, got {self.num_processes!r}")
         if isinstance(self.process_id, bool) or not isinstance(self.process_id, int) \
                 or not 0 <= self.process_id < self.num_processes:
-            raise ValueError(f"process_id must be an int in [0, num_processes={self.num_processes}),"
-                             f" got {self.process_id!r}")
+            raise ValueError("process_id must be an int in "
+                             f"[0, num_processes={self.num_processes}), got {self.process_id!r}")
 
     @property
     def detect(self) -> bool:
