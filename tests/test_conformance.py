@@ -102,7 +102,7 @@ def _step(case, state, action, key):
 
 
 # --------------------------------------------------------------------------- the rules
-def check_playout(case, states, actions):
+def check_playout(case, states):
     env = case.env
     n_players = env.num_players
     st = jax.tree_util.tree_map(np.asarray, states)
@@ -124,11 +124,8 @@ def check_playout(case, states, actions):
     # live states: a legal action exists, at most max_legal_actions of them; the step count
     # advances by one per action
     live = ~done
-    legal_counts = st.legal_action_mask.sum(-1)
-    if env.is_simultaneous:
-        assert (legal_counts[live] >= 1).all() and (legal_counts[live] <= env.max_legal_actions).all()
-    else:
-        assert (legal_counts[live] >= 1).all() and (legal_counts[live] <= env.max_legal_actions).all()
+    legal_counts = st.legal_action_mask.sum(-1)[live]  # [N] or, simultaneous, [N, players]
+    assert (legal_counts >= 1).all() and (legal_counts <= env.max_legal_actions).all()
     steps = np.diff(st.step_count, axis=1)
     assert (steps[live[:, :-1]] == 1).all() and (steps[done[:, :-1]] == 0).all()
     # truncated means "cut by the step cap", nothing else
@@ -144,7 +141,7 @@ def check_playout(case, states, actions):
 
 def test_random_playouts_keep_the_rules(case):
     states, actions, _ = case.playout(jax.random.PRNGKey(0))
-    done = check_playout(case, states, actions)
+    done = check_playout(case, states)
     if case.env.max_episode_steps is not None and case.env.max_episode_steps < STEPS:
         assert done[:, -1].all(), "every capped game should be over by now"
 
@@ -350,4 +347,4 @@ def test_long_random_playouts_keep_the_rules(name):
     case = get_case(name, SLOW_STEPS, SLOW_BATCH)
     for seed in range(2):
         states, actions, _ = case.playout(jax.random.PRNGKey(100 + seed))
-        check_playout(case, states, actions)
+        check_playout(case, states)
