@@ -118,12 +118,13 @@ def pool_evaluator(game):
     return make_pool_evaluator(env, net, jax.random.PRNGKey(3))
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_self_play_games_replay_to_their_recorded_outcomes(game, pool_evaluator, workers):
+# slots_per_game=30 < kept subtree + 24 simulations: moves start afresh from the child's state
+@pytest.mark.parametrize("workers,slots", [(1, None), (2, 30)], ids=["reuse", "no-reuse"])
+def test_self_play_games_replay_to_their_recorded_outcomes(game, pool_evaluator, workers, slots):
     env, net, step, observe, _ = game
     cfg = CPUSelfPlayConfig(search=CPUSearchConfig(), num_workers=workers, num_games=4,
                             num_simulations=24, leaves_per_step=2, temperature_moves=4,
-                            batch_tiers=(4, 8), seed=workers)
+                            slots_per_game=slots, batch_tiers=(4, 8), seed=workers)
     out = cpu_self_play(env, net, None, cfg, jax.random.PRNGKey(3),
                         pool_evaluator=pool_evaluator)
     assert out.terminated.all()  # tic-tac-toe ends within 9 moves
