@@ -4,8 +4,8 @@
     python benchmarks/bench_search_embeddings.py [--batch 64] [--simulations 32]
 
 Same search, same evaluator (a linear layer over the channel means of the observation, cheap
-next to the env), same keys: both variants give the same actions (checked). Prints CPU and wall time per search and
-the bytes of the tree's embeddings.
+next to the env), same keys: both variants give the same actions (checked). Prints CPU and
+wall time per search and the bytes of the tree's embeddings.
 """
 
 from __future__ import annotations

@@ -262,7 +262,8 @@ def legal_moves(us_x: BB, them_x: BB, castle, ep) -> LegalMoves:
     queen, knights, promo = _bar((queen, knights, promo))
     # `any(mask)` on the 4672 expanded bits cost more than the rest of the terminal checks;
     # the 56 + 8 + 3 from-square bitboards hold the same information
-    has_moves = bbm.nz(bbm.reduce_or(queen, 0) | bbm.reduce_or(knights, 0) | bbm.reduce_or(promo, 0))
+    has_moves = bbm.nz(
+        bbm.reduce_or(queen, 0) | bbm.reduce_or(knights, 0) | bbm.reduce_or(promo, 0))
     promo9 = BB(jnp.repeat(promo.lo, 3), jnp.repeat(promo.hi, 3))  # dir * 3 + piece
     mask = jnp.concatenate([
         bbm.to_bits_sq_major(queen).astype(jnp.bool_).reshape(-1),
