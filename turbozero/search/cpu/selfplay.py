@@ -118,13 +118,20 @@ def make_pool_evaluator(env, evaluator: Callable[..., tuple[jax.Array, jax.Array
 
     def evaluate(pool, params, parent, action, dest):
         new_game = parent == NEW_GAME
-        fresh = jax.vmap(lambda g: env.init_state(jax.random.fold_in(key, g)))(
-            jnp.maximum(action, 0))
         prev = jax.tree_util.tree_map(lambda x: x[jnp.maximum(parent, 0)], pool)
         step_keys = jax.vmap(lambda p, a: jax.random.fold_in(jax.random.fold_in(key, p), a))(
             jnp.maximum(parent, 0), jnp.maximum(action, 0))
         stepped = jax.vmap(env.transition)(prev, jnp.maximum(action, 0), step_keys)
-        child = jax.tree_util.tree_map(lambda a, b: _select_rows(new_game, a, b), fresh, stepped)
+
+        def with_new_games(stepped):
+            fresh = jax.vmap(lambda g: env.init_state(jax.random.fold_in(key, g)))(
+                jnp.maximum(action, 0))
+            return jax.tree_util.tree_map(lambda a, b: _select_rows(new_game, a, b),
+                                          fresh, stepped)
+
+        # new games come only at the start of a game: most batches skip init (not under vmap,
+        # so the cond really branches)
+        child = jax.lax.cond(jnp.any(new_game), with_new_games, lambda s: s, stepped)
         pool = jax.tree_util.tree_map(lambda p, c: p.at[dest].set(c), pool, child)
         obs = jax.vmap(env.observe)(child)
         logits, value = evaluator(params, obs)
@@ -201,7 +208,9 @@ def cpu_self_play(env, evaluator, params, config: CPUSelfPlayConfig, key: jax.Ar
             last_progress = now
             tier = next(t for t in tiers if t >= n)
             pad = tier - n
-            p = np.concatenate([parent[:n], np.full(pad, NEW_GAME, np.int32)])
+            # padding rows step the scratch slot into itself (not NEW_GAME: that would make
+            # every padded batch pay for env.init)
+            p = np.concatenate([parent[:n], np.full(pad, scratch, np.int32)])
             a = np.concatenate([action[:n], np.zeros(pad, np.int32)])
             d = np.concatenate([dest[:n], np.full(pad, scratch, np.int32)])
             pool, out = evaluate(pool, params, p, a, d)
