@@ -10,6 +10,7 @@ speed: simulations/s of one search (same env, network, simulations), both throug
 memory: XLA's `memory_analysis()` of the compiled search (lowered and compiled, not run).
 leaves: time per search for L = 1, 4, 8 leaves per step at equal total simulations.
 reuse: evaluations carried into the next move's search by `reuse_subtree` during self-play.
+floor: the model alone (env transition + observe + network, `sims` calls): a search's floor.
 """
 
 from __future__ import annotations
@@ -106,9 +107,37 @@ def leaves(game, batch, sims, repeats):
         print(f"| {game} | {batch} | {sims} | {num_l} | {t * 1e3:.0f} |", flush=True)
 
 
+def floor(games, batches, sims, repeats):
+    """The model alone: `sims` sequential `EnvModel.step` calls (env transition + observe +
+    network) on the batch, the work any search of `sims` simulations must do."""
+    from turbozero.search.model import EnvModel
+
+    print("| game | batch | sims | model steps alone, sims/s |")
+    print("| --- | --- | --- | --- |")
+    for game in games:
+        for batch in batches:
+            env, ev, variables, states = _setup(game, batch)
+            model = EnvModel(env, ev)
+            emb, out = model.root(variables, states)
+            first = jnp.argmax(out.legal, axis=-1).astype(jnp.int32)
+
+            def run(emb=emb, first=first, model=model, variables=variables):
+                def body(i, acc):
+                    # the action depends on the carry, so XLA cannot hoist the step
+                    shift = (acc > 1e9).astype(jnp.int32)
+                    _, reward, o = model.step(variables, jax.random.PRNGKey(0), emb,
+                                              first + shift)
+                    return acc + 1.0 + 1e-9 * (o.value.sum() + reward.sum())
+                return jax.lax.fori_loop(0, sims, body, jnp.zeros(()))
+
+            fn = jax.jit(run)
+            (t,) = _interleaved_min([fn], repeats)
+            print(f"| {game} | {batch} | {sims} | {batch * sims / t:.0f} |", flush=True)
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("what", choices=["speed", "memory", "leaves", "reuse"])
+    p.add_argument("what", choices=["speed", "memory", "leaves", "reuse", "floor"])
     p.add_argument("--games", nargs="+", default=["chess", "pacosako"])
     p.add_argument("--game", default="chess")
     p.add_argument("--batches", nargs="+", type=int, default=[16, 64])
@@ -118,6 +147,8 @@ def main() -> None:
     a = p.parse_args()
     if a.what == "speed":
         speed(a.games, a.batches, a.sims, a.repeats)
+    elif a.what == "floor":
+        floor(a.games, a.batches, a.sims, a.repeats)
     elif a.what == "memory":
         memory(a.game, a.batch, a.sims)
     elif a.what == "leaves":
