@@ -24,7 +24,7 @@ from turbozero.search.mctx_policies import SearchOutput
 from turbozero.search.roots import GumbelRoot, PUCTRoot, RootExtra
 from turbozero.search.selection import MctxPUCT, SpecPUCT, masked_argmax, node_stats
 from turbozero.search.tree import (
-    NO_ACTION, NO_PARENT, ROOT_INDEX, UNVISITED, Tree, compact_children, empty_tree)
+    NO_ACTION, ROOT_INDEX, UNVISITED, Tree, compact_children, empty_tree)
 
 Selection = Union[SpecPUCT, MctxPUCT]
 RootPolicy = Union[PUCTRoot, GumbelRoot]
@@ -227,7 +227,7 @@ def init_tree(model, params, root_input: Any, config: TreeSearchConfig) -> Tree:
 
 
 def _simulate(model, params, tree: Tree, key: jax.Array, extra: RootExtra,
-              config: TreeSearchConfig, first_sim: int | jax.Array) -> _Loop:
+              config: TreeSearchConfig) -> _Loop:
     num_l = config.leaves_per_step
     steps = -(-config.num_simulations // num_l)
     b = tree.batch_size
@@ -249,7 +249,6 @@ def _simulate(model, params, tree: Tree, key: jax.Array, extra: RootExtra,
         bare = jax.vmap(backup, in_axes=(0, 0, None))(_without_embedding(tree), leaves, active)
         return _Loop(tree=bare._replace(embedding=tree.embedding), key=key)
 
-    del first_sim
     return jax.lax.fori_loop(0, steps, step, _Loop(tree=tree, key=key))
 
 
@@ -326,7 +325,7 @@ def tree_search(
     prior, extra = config.root.prepare(k_noise, tree.children_prior[:, ROOT_INDEX], valid,
                                        config.num_simulations)
     tree = tree._replace(children_prior=tree.children_prior.at[:, ROOT_INDEX].set(prior))
-    tree = _simulate(model, params, tree, k_loop, extra, config, 0).tree
+    tree = _simulate(model, params, tree, k_loop, extra, config).tree
 
     if temperature is None:
         temperature = jnp.full((b,), config.temperature, jnp.float32)

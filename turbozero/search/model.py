@@ -12,7 +12,7 @@ The kernel never sees an `Env`. It asks a model for the root's evaluation and fo
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, NamedTuple
+from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
