@@ -7,6 +7,7 @@ the protocol's, so its `step` is used as is.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Optional
 
 import jax
@@ -65,5 +66,10 @@ class PgxAdapter(Env):
         return self._wrap(inner, state.step_count)
 
     def _observe(self, state: PgxAdapterState, player_id: jax.Array) -> jax.Array:
-        # pgx observes from any player's side (the inner field is the mover's view only)
-        return self._env.observe(state.inner, player_id)
+        # pgx observes from any player's side (the inner field is the mover's view only); pgx
+        # 2.x marks the player argument deprecated with a DeprecationWarning, which must not
+        # reach users (or a test run that treats warnings as errors) on every observation
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=r"\[Pgx\] `player_id`",
+                                    category=DeprecationWarning)
+            return self._env.observe(state.inner, player_id)
