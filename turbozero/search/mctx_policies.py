@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import mctx
 
 from envs.core import Env, State
+from envs.sampling import uniform_legal_action
 from turbozero.networks.heads import check_value_format
 from turbozero.networks.value_formats import ScalarValue, ValueFormat
 
@@ -198,7 +199,10 @@ def make_root(
     if noise is not None and noise[2] > 0:
         key, alpha, fraction = noise
         logits = noised_prior_logits(key, logits, states.legal_action_mask, alpha, fraction)
-    return mctx.RootFnOutput(prior_logits=logits, value=value, embedding=states)
+    # the tree stores states without their observation (recomputed when a node is evaluated):
+    # chess search trees shrink ~6x (docs/chess.md, "Observations on demand")
+    return mctx.RootFnOutput(prior_logits=logits, value=value,
+                             embedding=states.replace(observation=None))
 
 
 def make_recurrent_fn(env: Env, evaluator: NetworkEvaluator) -> Callable:
@@ -206,9 +210,11 @@ def make_recurrent_fn(env: Env, evaluator: NetworkEvaluator) -> Callable:
 
     def recurrent_fn(variables, key, action, state):
         keys = _batched_keys(key, action.shape[0])
-        next_state = jax.vmap(env.step)(state, action, keys)
+        # the fast path: the observation is computed once, for the network, and not stored
+        next_state = jax.vmap(env.transition)(state, action, keys)
         mover = state.current_player
-        logits, value = _evaluate(evaluator, variables, next_state)
+        logits, value = _evaluate(evaluator, variables, next_state,
+                                  jax.vmap(env.observe)(next_state))
         out = mctx.RecurrentFnOutput(
             reward=_mover_reward(next_state, mover),
             discount=_discount(next_state, mover),
@@ -288,6 +294,8 @@ def search(
         raise ValueError(
             f"{env.id} is a simultaneous-move game: use turbozero.search.mcgs, not mctx"
         )
+    if states.observation is None:  # states from the fast path (`env.transition`)
+        states = states.replace(observation=jax.vmap(env.observe)(states))
     k_noise, key = jax.random.split(key)
     # Gumbel roots explore through their Gumbel draws; PUCT roots get the Dirichlet noise here,
     # over the legal actions, and mctx is given a zero fraction (its own noise covers all actions).
@@ -371,6 +379,12 @@ def greedy_actions(
 
 
 def random_actions(states: State, key: jax.Array) -> jax.Array:
-    """Uniformly random legal actions for a batch of states (works on batched masks)."""
-    logits = jnp.where(states.legal_action_mask, 0.0, -jnp.inf)
-    return jax.random.categorical(key, logits, axis=-1).astype(jnp.int32)
+    """Uniformly random legal actions for a batch of states (works on batched masks: [B, A], or
+    [B, P, A] with one action per player). `envs.sampling.uniform_legal_action` draws one
+    uniform number per game; a masked `jax.random.categorical` drew one Gumbel variate per
+    action, ~200x slower over chess's 4672 actions (docs/chess.md)."""
+    mask = states.legal_action_mask
+    flat = mask.reshape((-1, mask.shape[-1]))
+    keys = jax.random.split(key, flat.shape[0])
+    actions = jax.vmap(uniform_legal_action)(keys, flat)
+    return actions.reshape(mask.shape[:-1]).astype(jnp.int32)

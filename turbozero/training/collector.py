@@ -72,14 +72,17 @@ def collect(
             col.return_so_far,
             col.episode_id,
         )
-        nxt = jax.vmap(env.step)(s, actions, jax.random.split(k_step, num_envs))
+        # fast path: transition and fresh games without observations, then one observe of the
+        # games as they continue (docs/envs.md, observations on demand)
+        nxt = jax.vmap(env.transition)(s, actions, jax.random.split(k_step, num_envs))
         ret = col.return_so_far + nxt.rewards
         done = nxt.terminated | nxt.truncated
         buf = replay.finish_episodes(buf, done, col.episode_id, ret)
-        fresh = jax.vmap(env.init)(jax.random.split(k_reset, num_envs))
+        fresh = jax.vmap(env.init_state)(jax.random.split(k_reset, num_envs))
         env_state = jax.tree_util.tree_map(
             lambda a, b: jnp.where(done.reshape((-1,) + (1,) * (a.ndim - 1)), a, b), fresh, nxt
         )
+        env_state = env_state.replace(observation=jax.vmap(env.observe)(env_state))
         col = CollectorState(
             env_state=env_state,
             episode_id=jnp.where(done, col.episode_id + num_envs, col.episode_id),
