@@ -167,8 +167,8 @@ def test_few_simulations_spread_over_the_moves_with_dynamic_fpu(q, spread):
 
     s = ENV.init(jax.random.PRNGKey(5))
     step = jax.jit(ENV.step)
-    for i in range(30):
-        a = random_actions(jax.tree_util.tree_map(lambda x: x[None], s), jax.random.PRNGKey(i))[0]
+    for i in range(30):  # the walk that chose this position (a masked categorical draw)
+        a = jax.random.categorical(jax.random.PRNGKey(i), jnp.where(s.legal_action_mask, 0.0, -jnp.inf))
         s = step(s, a, jax.random.PRNGKey(100 + i))
     assert int(np.asarray(s.legal_action_mask).sum()) >= 4
     cfg = SearchConfig(num_simulations=8, dirichlet_fraction=0.0, temperature=0.0,

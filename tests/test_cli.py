@@ -89,11 +89,16 @@ def test_set_error_on_the_command_line_is_one_line(capsys):
 
 
 def test_changed_search_carries_a_derived_evaluation_search():
-    base = get_preset(GAME, "tiny")
+    base = get_preset("backgammon", "tiny")
     cfg = with_overrides(base, parse_overrides(base, ["search.num_simulations=5"]))
     assert cfg.eval_search is None  # derived when the algorithm is built
     assert evaluation_search(cfg.search) == SearchConfig(num_simulations=5, dirichlet_fraction=0.0,
                                                          temperature=0.0)
+    # the kernel's nested root noise is turned off too
+    base = get_preset(GAME, "tiny")
+    cfg = with_overrides(base, parse_overrides(base, ["search.root.dirichlet_fraction=0.5"]))
+    assert cfg.search.root.dirichlet_fraction == 0.5
+    assert evaluation_search(cfg.search).root.dirichlet_fraction == 0.0
     # a preset's own evaluation search stays
     small = get_preset("pyrat", "small")
     cfg = with_overrides(small, parse_overrides(small, ["search.num_simulations=8"]))
@@ -110,7 +115,7 @@ def test_config_json_round_trip(game, preset):
 
 
 def test_config_json_is_generic_and_guarded():
-    data = config_to_json(get_preset(GAME, "tiny"))
+    data = config_to_json(get_preset("backgammon", "tiny"))
     assert data["search"]["__dataclass__"] == "turbozero.search.mctx_policies:SearchConfig"
     # a field a later version added is missing from an older file: its default is used
     del data["search"]["pb_c_base"]

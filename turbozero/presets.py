@@ -7,7 +7,10 @@ import dataclasses
 from typing import Any
 
 from turbozero.search.mcgs import MCGSConfig
+from turbozero.search.kernel import TreeSearchConfig
 from turbozero.search.mctx_policies import SearchConfig
+from turbozero.search.roots import PUCTRoot
+from turbozero.search.selection import SpecPUCT
 from turbozero.training.acting import TemperatureSchedule
 from turbozero.training.loop import TrainConfig
 from turbozero.training.trainer import Optimizer
@@ -16,6 +19,21 @@ from turbozero.training.trainer import Optimizer
 # argmax). Backgammon counts checker moves (about 3 per turn) and gets its variety from the
 # dice, so it turns greedy after 20 of them (~7 turns); not tuned.
 _CHESS_LIKE = TemperatureSchedule(temperature=1.0, moves=30)
+
+
+def _kernel(num_simulations: int) -> TreeSearchConfig:
+    """The library's tree kernel (docs/search.md) with the settings mctx had here: dynamic FPU
+    with fpu_base 0 (measured best at few simulations, docs/search.md "Selection Q") and
+    Dirichlet(0.3) noise on 25% of the root prior, over the legal moves."""
+    return TreeSearchConfig(num_simulations=num_simulations, selection=SpecPUCT(fpu_base=0.0),
+                            root=PUCTRoot(dirichlet_alpha=0.3, dirichlet_fraction=0.25))
+
+
+# alphazero-chess search settings (docs/chess.md): c_puct 1.5, fpu_base 1.0, beta 0,
+# Dirichlet 0.3 / 0.25 over the legal moves, 800 simulations
+_SPEC_CHESS_SEARCH = TreeSearchConfig(
+    num_simulations=800, selection=SpecPUCT(c_puct=1.5, fpu_base=1.0, risk_beta=0.0),
+    root=PUCTRoot(dirichlet_alpha=0.3, dirichlet_fraction=0.25))
 _BACKGAMMON = TemperatureSchedule(temperature=1.0, moves=20)
 
 _PYRAT_TINY = dict(
@@ -66,7 +84,7 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "tiny": dict(
             num_envs=16, collect_steps=9, train_steps=8, batch_size=64, replay_capacity=36,
             num_iterations=20, eval_every=10, eval_games=16, optimizer=Optimizer(learning_rate=3e-3),
-            network={"hidden_sizes": (32, 32)}, search=SearchConfig(num_simulations=16),
+            network={"hidden_sizes": (32, 32)}, search=_kernel(16),
             max_eval_steps=9, eval_opponents=("random",),
             temperature_schedule=TemperatureSchedule(temperature=1.0, moves=4),
         ),
@@ -83,7 +101,7 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             num_iterations=40, eval_every=10, eval_games=32,
             optimizer=Optimizer(learning_rate=3e-3),
             network={"num_filters": 16, "num_blocks": 1, "value_hidden": 32},
-            search=SearchConfig(num_simulations=8),
+            search=_kernel(8),
             max_eval_steps=100, eval_opponents=("random",),
             temperature_schedule=_CHESS_LIKE,
         ),
@@ -91,7 +109,7 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             num_envs=512, collect_steps=64, train_steps=256, batch_size=256, replay_capacity=1024,
             num_iterations=10000, eval_every=100, eval_games=256, optimizer=Optimizer(learning_rate=1e-3),
             network={"num_filters": 192, "num_blocks": 15, "value_hidden": 256},
-            search=SearchConfig(num_simulations=800),
+            search=_SPEC_CHESS_SEARCH,
             max_eval_steps=512, eval_opponents=("random", "greedy"),
             temperature_schedule=_CHESS_LIKE,
         ),
@@ -119,7 +137,7 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             num_envs=16, collect_steps=16, train_steps=8, batch_size=64, replay_capacity=64,
             num_iterations=10, eval_every=5, eval_games=16, optimizer=Optimizer(learning_rate=1e-3),
             network={"num_filters": 16, "num_blocks": 1, "value_hidden": 32},
-            search=SearchConfig(num_simulations=8),
+            search=_kernel(8),
             max_eval_steps=300, eval_opponents=("random",),
             temperature_schedule=_CHESS_LIKE,
         ),

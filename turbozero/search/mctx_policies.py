@@ -261,6 +261,8 @@ def make_stochastic_fns(env: Env, evaluator: NetworkEvaluator) -> tuple[Callable
         del key
         next_state = jax.vmap(env.step_chance)(afterstate.state, outcome)
         logits, value = _evaluate(evaluator, variables, next_state, observe(next_state))
+        # decision-node embeddings hold no observation (as the root's, `make_root`)
+        next_state = next_state.replace(observation=None)
         out = mctx.ChanceRecurrentFnOutput(
             action_logits=logits,
             value=value,

@@ -229,7 +229,7 @@ class Trainer:
         self._collect = jax.jit(collect_fn)
         self._train = jax.jit(train_fn)
         self._evals: dict[str, Callable] = {}
-        # the agent's evaluation search, compiled once for the matches outside jit (gnubg, ...)
+        # the agent's evaluation search, compiled once for the matches played outside jit
         self._agent_jit = jax.jit(self.agent_policy)
 
     def agent_policy(self, variables, states, key):
