@@ -1,4 +1,4 @@
-// Self-play over worker threads (alphazero-chess.md §6.1, §6.6; docs/cpu_search.md).
+// Self-play over worker threads (docs/cpu_search.md).
 //
 // num_games games are played at once, game g by worker g % num_workers. A worker selects up to
 // leaves_per_step leaves in each of its unfinished games, submits them all to the queue, waits

@@ -1,5 +1,5 @@
 // The evaluation queue shared by the worker threads and the one evaluating thread
-// (alphazero-chess.md §6.2-§6.4; docs/cpu_search.md).
+// (docs/cpu_search.md).
 //
 // submit(): under a short lock a worker claims n staging slots and pushes their metadata; it
 // writes the requests into its slots without the lock and publishes each with a release store

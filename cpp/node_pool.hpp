@@ -1,4 +1,4 @@
-// The node pool of the CPU search path (alphazero-chess.md §5.5, §6.7; docs/cpu_search.md).
+// The node pool of the CPU search path (docs/cpu_search.md).
 //
 // A Node is one cache line. Its children are one contiguous run of Nodes over the legal actions
 // only (no slot for an illegal action), allocated together when the node is expanded. Values are
@@ -19,7 +19,7 @@
 
 namespace tz {
 
-// Fixed-point scale of value sums (spec §5.5): 1e-4 resolution, int64 sums cannot overflow
+// Fixed-point scale of value sums (docs/cpu_search.md): 1e-4 resolution, int64 sums cannot overflow
 // before ~9e14 visits of value 1.
 constexpr int64_t kValueScale = 10000;
 // A node whose state has no slot in the state pool (yet): the named sentinel for "no slot".
@@ -75,7 +75,7 @@ struct alignas(64) Node {
                         (static_cast<double>(kValueScale) * n);
   }
 };
-static_assert(sizeof(Node) == 64, "a node is one 64-byte cache line (spec §5.5)");
+static_assert(sizeof(Node) == 64, "a node is one 64-byte cache line (docs/cpu_search.md)");
 static_assert(alignof(Node) == 64, "nodes are cache-line aligned (no false sharing)");
 static_assert(std::atomic<int64_t>::is_always_lock_free, "fixed-point sums must be lock-free");
 

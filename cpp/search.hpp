@@ -1,4 +1,4 @@
-// One game's search tree over a NodePool (alphazero-chess.md §5; docs/cpu_search.md).
+// One game's search tree over a NodePool (docs/cpu_search.md).
 //
 // The formulas are the JAX kernel's SpecPUCT (turbozero/search/selection.py):
 //   score = Q + c_puct * P * sqrt(N_parent) / (1 + N + VL)

@@ -8,8 +8,8 @@
     envs.chess.to_fen(state), envs.chess.decode_action(state, a)
 
 Player 0 is White and player 1 is Black. Actions follow the 4672-move encoding of
-alphazero-chess.md §4 in the mover's frame (ranks mirrored for Black, NOTES.md). The observation
-is the 8x8x122 tensor of §2 from `current_player`'s side.
+docs/chess.md, in the mover's frame (ranks mirrored for Black). The observation
+is the 8x8x122 tensor of docs/chess.md from `current_player`'s side.
 """
 
 from __future__ import annotations
@@ -142,7 +142,7 @@ _fresh_jit = jax.jit(_fresh, static_argnames=("max_plies",))
 
 
 class Chess(Env):
-    """Chess with every rule; `max_plies` (default 512, spec §10) truncates the game."""
+    """Chess with every rule; `max_plies` (default 512, docs/chess.md) truncates the game."""
 
     id = "chess"
     num_players = 2
@@ -406,7 +406,7 @@ _UCI = re.compile(r"^([a-h][1-8])([a-h][1-8])([nbrq]?)$")
 
 
 def encode_move(state: ChessState, uci: str, *, legal_only: bool = True) -> int:
-    """The action index (spec §4, mover frame) of a UCI move in a concrete unbatched state.
+    """The action index (docs/chess.md, mover frame) of a UCI move in a concrete unbatched state.
 
     ValueError if the string is not a UCI move, the move cannot be encoded, or (with
     `legal_only`, the default) it is not legal here.

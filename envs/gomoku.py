@@ -5,7 +5,7 @@
     state = env.init(key)
     state = env.step(state, action)          # action: a local index in [0, view * view)
 
-Rules (NOTES.md, 3-player gomoku):
+Rules (docs/gomoku.md):
 
 * players place one stone each in fixed rotation (seat 0, 1, 2, 0, ...); a line of at least
   `win_length` stones in a row, column or diagonal wins and ends the game (freestyle: longer

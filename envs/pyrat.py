@@ -6,7 +6,7 @@
     state = env.init(key)
     state = env.step(state, jnp.array([UP, LEFT]))
 
-Rules (NOTES.md, PyRat section; details and choices in docs/pyrat.md):
+Rules (details and choices in docs/pyrat.md):
 
 * actions UP=0 (y+1), RIGHT=1, DOWN=2, LEFT=3, STAY=4; all five always legal, a move into a
   wall or off the board is a STAY.

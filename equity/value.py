@@ -1,6 +1,6 @@
 """The 4-way conditional value format: training targets, outcome probabilities, money equity.
 
-Format (backgammon-4way-value-head.md), last axis of size 4, each entry a sigmoid output:
+Format (docs/equity.md), last axis of size 4, each entry a sigmoid output:
 
     [win, gam_win_cond, gam_loss_cond, bg_rate]
     win            P(the player to move wins)

@@ -79,7 +79,7 @@ GAMES: dict[str, GameSpec] = {
                            (Opponent("gnubg", "gnubg = GNU Backgammon at 0-ply (its neural net, "
                                      "no lookahead)", match=_gnubg_match, module="gnubg",
                                      install='pip install -e ".[backgammon]"'),)),
-    "chess": GameSpec("chess", WDLValue(), "resnet", "WDL value head, alphazero-chess.md §3.4",
+    "chess": GameSpec("chess", WDLValue(), "resnet", "WDL value head, docs/chess.md",
                       (Opponent("material", "material = 1-ply material-greedy (P1 N3 B3 R5 Q9, "
                                 "mate first, ties at random)", policy=material_policy),
                        Opponent("stockfish", "stockfish = Stockfish at skill level 0, depth 1 "

@@ -15,7 +15,7 @@ from turbozero.training.acting import TemperatureSchedule
 from turbozero.training.loop import TrainConfig
 from turbozero.training.trainer import Optimizer
 
-# Self-play acting schedules (alphazero-chess.md §6.6: tau = 1 for the first 30 moves, then
+# Self-play acting schedules (docs/training.md: tau = 1 for the first 30 moves, then
 # argmax). Backgammon counts checker moves (about 3 per turn) and gets its variety from the
 # dice, so it turns greedy after 20 of them (~7 turns); not tuned.
 _CHESS_LIKE = TemperatureSchedule(temperature=1.0, moves=30)

@@ -1,4 +1,4 @@
-"""AlphaZero residual network (channels-last boards), as alphazero-chess.md §3."""
+"""AlphaZero residual network (channels-last boards), as docs/chess.md describes."""
 
 from __future__ import annotations
 

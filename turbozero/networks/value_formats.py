@@ -95,7 +95,7 @@ def outcome_to_wdl(outcome: jax.Array) -> jax.Array:
 
 @dataclasses.dataclass(frozen=True)
 class WDLValue(ValueFormat):
-    """Logits of [win, draw, loss] for the player to move (alphazero-chess.md §3.4, §8.2);
+    """Logits of [win, draw, loss] for the player to move (docs/chess.md, docs/training.md);
     the scalar value is P(win) - P(loss)."""
 
     name: str = "wdl"
@@ -109,7 +109,7 @@ class WDLValue(ValueFormat):
         return p[..., 0] - p[..., 2]
 
     def wdl(self, value_out: jax.Array) -> jax.Array:
-        """float32[..., 3] probabilities (the search averages them at the root, spec §5.8)."""
+        """float32[..., 3] probabilities (the search averages them at the root, docs/search.md)."""
         return jax.nn.softmax(value_out, axis=-1)
 
     def loss(self, value_out, returns, mover):
@@ -134,7 +134,7 @@ def four_way_value_loss(
 
 @dataclasses.dataclass(frozen=True)
 class FourWayValue(ValueFormat):
-    """Backgammon's 4-way conditional head (backgammon-4way-value-head.md): logits of
+    """Backgammon's 4-way conditional head (docs/equity.md): logits of
     [win, gammon win | win, gammon loss | loss, backgammon rate]. The scalar is cubeless money
     equity in points, the unit of the env's rewards (docs/search.md, "One value unit")."""
 
@@ -201,7 +201,7 @@ class SeatValues(ValueFormat):
 @dataclasses.dataclass(frozen=True)
 class MoverRelativeValues(ValueFormat):
     """One tanh value per player in turn order from the mover: (me, next, previous) for three
-    players (muzero-3player-gomoku.md). Seat `s` is entry `(s - mover) mod num_players`."""
+    players (docs/gomoku.md). Seat `s` is entry `(s - mover) mod num_players`."""
 
     num_players: int = 3
     name: str = "mover_relative_values"

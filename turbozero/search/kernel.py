@@ -38,14 +38,14 @@ class TreeSearchConfig:
     leaves_per_step: L leaves per tree per step, evaluated together (virtual loss between
         them); 1 is the sequential search. num_simulations need not be a multiple of L: the
         last step selects fewer leaves.
-    selection: `SpecPUCT(...)` (alphazero-chess.md §5.2-§5.4) or `MctxPUCT(...)` (mctx's).
+    selection: `SpecPUCT(...)` (docs/search.md) or `MctxPUCT(...)` (mctx's).
     root: `PUCTRoot(dirichlet_alpha, dirichlet_fraction)` or `GumbelRoot(...)`.
     max_children: K, child slots per node; None takes the model's bound
         (`env.max_legal_actions`, else `env.num_actions`). Below the game's true bound a node
         with more legal actions keeps the K of highest prior (`tree.compact_children`).
     temperature: acting temperature on visit counts (PUCT root); 0 plays the most visited.
     temperature_moves: when set, tau = `temperature` for states with `step_count` below it and
-        0 (argmax) after (spec §6.6); applied by `search()`, which knows the env's states.
+        0 (argmax) after (docs/training.md); applied by `search()`, which knows the env's states.
     extra_nodes: node capacity beyond `num_simulations + 1`, for a subtree carried by
         `reuse_subtree` (its nodes are kept only while they fit).
     """
@@ -96,7 +96,7 @@ class TreeSearchResult(SearchOutput):
     move), and more."""
 
     root_values: jax.Array  # float32[B, P] searched root value per player
-    risk_value: jax.Array  # float32[B] LogSumExp risk value of the root (spec §5.10; 0 if beta 0)
+    risk_value: jax.Array  # float32[B] LogSumExp risk value of the root (docs/search.md; 0 if beta 0)
     root_visits: jax.Array  # int32[B, A] visits of the root's children
     max_depth: jax.Array  # int32[B] deepest node of the tree (root = 0)
     nodes_used: jax.Array  # int32[B] tree nodes in use after the search
@@ -257,7 +257,7 @@ def _root_stats(tree: Tree):
 
 
 def _risk_value(stats, beta: float, bounds) -> jax.Array:
-    """float32[B] spec §5.10: max_q + log(sum_a exp(beta (Q_risk_a - max_q))) / beta over the
+    """float32[B] (docs/search.md): max_q + log(sum_a exp(beta (Q_risk_a - max_q))) / beta over the
     visited root children; 0 when beta is 0 (the spec's stored soft value)."""
     if beta == 0.0:
         return jnp.zeros(stats.q_mean.shape[:1], jnp.float32)
@@ -375,7 +375,7 @@ def search_env(env, evaluator, variables, states, key: jax.Array,
     """`turbozero.search.search` on the kernel: the true dynamics of `env` (`EnvModel`).
 
     With `config.temperature_moves` set, games whose `step_count` is below it act with
-    `config.temperature` and the others take the most visited action (spec §6.6)."""
+    `config.temperature` and the others take the most visited action (docs/training.md)."""
     model = EnvModel(env, evaluator)
     _check_children_bound(states, config.children_bound(model))
     temperature = jnp.full(states.step_count.shape, config.temperature, jnp.float32)

@@ -1,6 +1,6 @@
 """Monte-Carlo graph search for simultaneous two-player games, in `jax.lax` (PyRat).
 
-This is `specs/mcgs-simultaneous.md` as a batched kernel; docs/mcgs.md maps every spec field to
+This is the MCGS design as a batched kernel; docs/mcgs.md maps every design field to
 an array here. In short, per game (the batch is a vmap over games):
 
 * a node table of fixed capacity C: the node's state (the env's `search_embedding`), its 64-bit

@@ -81,7 +81,7 @@ class SearchConfig:
     pb_c_base: float = 19652.0
     max_num_considered_actions: int = 16  # gumbel only
     temperature: float = 1.0  # acting temperature on visit counts (muzero / stochastic)
-    # selection Q of PUCT searches (muzero / stochastic): DynamicFPU (spec §5.3) or MinMaxQ
+    # selection Q of PUCT searches (muzero / stochastic): DynamicFPU (docs/search.md) or MinMaxQ
     # (mctx's). fpu_base 0 (unvisited = the parent's value) by default: with 8-64 simulations
     # and flat priors a positive fpu_base keeps every simulation on the first child, as MinMaxQ
     # does (measured in docs/search.md, "Selection Q").

@@ -2,7 +2,7 @@
 how the searched action and policy target come out of the root's statistics.
 
 * `PUCTRoot` — the selection formula of the interior also at the root, with the prior mixed
-  with Dirichlet noise over the legal actions only (alphazero-chess.md §5.6); the policy target
+  with Dirichlet noise over the legal actions only (docs/search.md); the policy target
   is the visit distribution; the action is drawn from visits^(1/tau) (tau = 0: most visited).
 * `GumbelRoot` — Gumbel MuZero's root (Danihelka et al. 2022): Gumbel-top-k sampling of the
   considered actions, sequential halving of the simulation budget among them, and the improved
@@ -49,7 +49,7 @@ def _log_prior(prior: jax.Array, valid: jax.Array) -> jax.Array:
 @dataclasses.dataclass(frozen=True)
 class PUCTRoot:
     """dirichlet_alpha, dirichlet_fraction: root prior `(1 - eps) P + eps Dir(alpha)` over the
-    legal actions (spec §5.6: 0.3, 0.25); fraction 0 turns the noise off."""
+    legal actions (docs/search.md: 0.3, 0.25); fraction 0 turns the noise off."""
 
     dirichlet_alpha: float = 0.3
     dirichlet_fraction: float = 0.25

@@ -4,7 +4,7 @@
 * value losses live with their value format (`turbozero.networks.value_formats`);
   `scalar_value_loss`, `wdl_value_loss` and `four_way_value_loss` are the plain functions.
 * `az_loss_fn`: policy + the value format's loss + L2; `az_loss_fn_4way` is its 4-way form
-  with the signature of backgammon-4way-value-head.md.
+  with the signature of the backgammon 4-way design (docs/equity.md).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def scalar_value_loss(pred_value: jax.Array, target_value: jax.Array) -> jax.Arr
 
 
 def wdl_value_loss(wdl_logits: jax.Array, outcome: jax.Array) -> jax.Array:
-    """Cross-entropy of WDL logits against the one-hot outcome (alphazero-chess.md §8.2)."""
+    """Cross-entropy of WDL logits against the one-hot outcome (docs/training.md)."""
     return optax.softmax_cross_entropy(wdl_logits, outcome_to_wdl(outcome)).mean()
 
 

@@ -145,7 +145,7 @@ def mirror(b: BB) -> BB:
 
 
 # ------------------------------------------------------------------------ directions
-# N, NE, E, SE, S, SW, W, NW (the spec's §4.2 order) as square deltas.
+# N, NE, E, SE, S, SW, W, NW (docs/chess.md's order) as square deltas.
 DIRS = (8, 9, 1, -7, -8, -9, -1, 7)
 FILE_A = 0x0101010101010101
 FILE_H = 0x8080808080808080
@@ -188,13 +188,13 @@ def ray_attacks(gen: BB, empty: BB, delta: int) -> BB:
     return step(fill(gen, empty, delta), delta)
 
 
-KNIGHT_DELTAS = (  # the spec's §4.3 order: (rank_diff, file_diff)
+KNIGHT_DELTAS = (  # docs/chess.md's order: (rank_diff, file_diff)
     (2, 1), (1, 2), (-1, 2), (-2, 1), (-2, -1), (-1, -2), (1, -2), (2, -1),
 )
 
 
 def knight_step(b: BB, k: int) -> BB:
-    """Move every bit by knight offset k (spec §4.3 order), dropping bits that leave."""
+    """Move every bit by knight offset k (docs/chess.md's order), dropping bits that leave."""
     dr, df = KNIGHT_DELTAS[k]
     fmask = 0
     for f in range(8):

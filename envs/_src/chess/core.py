@@ -2,7 +2,7 @@
 
 Everything here is a pure function of arrays, written for one position and `vmap`-ed by the
 caller. Move generation works in the *mover frame*: the side to move is "us", seen with the rank
-mirror of the spec (§2.3) when it is Black, so pawns always move north and promote on rank 8.
+mirror (docs/chess.md) when it is Black, so pawns always move north and promote on rank 8.
 Legality comes from check and pin masks (no make/unmake), so one call is a fixed amount of dense
 integer work.
 
@@ -27,7 +27,7 @@ ALL = 0xFFFFFFFFFFFFFFFF
 RANK = [0xFF << (8 * r) for r in range(8)]
 DARK = 0xAA55AA55AA55AA55
 LIGHT = ~DARK & ALL
-# underpromotion direction (§4.4): left = -1 file (NW), straight (N), right = +1 file (NE)
+# underpromotion direction (docs/chess.md): left = -1 file (NW), straight (N), right = +1 file (NE)
 UNDER_DELTAS = (7, 8, 9)
 
 # termination reasons (State.termination)

@@ -1,4 +1,4 @@
-"""Many FENs at once to states and network inputs (alphazero-chess.md §2.4 `encode_batch`).
+"""Many FENs at once to states and network inputs (`encode_batch`, docs/chess.md).
 
 Parsing and validating a FEN is host work (strings); everything after it is one jitted,
 batched call: the FENs are parsed to the state's arrays on the host, stacked, and one
@@ -74,7 +74,7 @@ def states_from_fens(fens: Sequence[str], max_plies: int = 512):
 
 
 def encode_batch(fens: Sequence[str]) -> Array:
-    """float32[N, 8, 8, 122] the network input of each FEN, from the side to move (§2.4).
+    """float32[N, 8, 8, 122] the network input of each FEN, from the side to move (docs/chess.md).
 
     The FENs are parsed and validated on the host (about 0.3 ms each, which dominates at large
     N: docs/benchmarks.md), then one jitted batched call builds the observations.

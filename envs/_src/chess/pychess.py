@@ -46,7 +46,7 @@ def action_to_move(board: Any, action: int) -> Any:
         frm, to = frm ^ 56, to ^ 56
     letter = _UNDER_LETTER[int(core.ACT_PROMO[a])]
     piece = board.piece_at(frm)
-    # a queen-type pawn move onto the last rank is the queen promotion (spec §4)
+    # a queen-type pawn move onto the last rank is the queen promotion (docs/chess.md)
     if (not letter and a < _QUEEN_TYPE_ACTIONS and piece is not None
             and piece.piece_type == chess.PAWN and to // 8 in (0, 7)):
         letter = "q"

@@ -1,4 +1,4 @@
-"""Placements at the end of a gomoku game (NOTES.md, 3-player gomoku; docs/gomoku.md).
+"""Placements at the end of a gomoku game (docs/gomoku.md).
 
 The winner (the player who made a line of at least W) is first. The others, or everyone when
 the game ends without a line (full board, step cap), are ordered by their chain profile: the

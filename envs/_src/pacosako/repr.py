@@ -1,4 +1,4 @@
-"""The ML representations of pacosako-representation.md: a dense 8x8xL tensor and the compact
+"""The ML representations of docs/pacosako.md: a dense 8x8xL tensor and the compact
 index vector (uint32) that expands into it without branches.
 
 Layer layout (flattened index = square + 64 * layer, square = 8 * rank + file as seen from the
