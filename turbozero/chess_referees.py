@@ -46,12 +46,6 @@ def _jitted(fn: Callable) -> Callable:
     return jax.jit(fn)
 
 
-@functools.lru_cache(maxsize=4)
-def _batched_env(env: Any) -> tuple[Callable, Callable]:
-    """Jitted batched (init, step) of `env`, compiled once per env object."""
-    return jax.jit(jax.vmap(env.init)), jax.jit(jax.vmap(env.step))
-
-
 def find_stockfish(path: Optional[str] = None) -> str:
     """The Stockfish binary: `path` if given, else `stockfish` on the PATH, else the Debian
     package's. ValueError saying how to install it when there is none."""
@@ -132,58 +126,22 @@ def play_stockfish_match(
 
     # imported here: turbozero.games registers this module's opponents, and the training
     # package imports turbozero.games
-    from turbozero.training.evaluation import match_counts, match_summary
+    from turbozero.training.evaluation import play_outside_match
 
     n = int(num_games)
-    limit = chess.engine.Limit(depth=int(settings.depth))
     agent_jit = _jitted(agent)
-    init, step = _batched_env(env)
-    k_init, key = jax.random.split(key)
-    states = init(jax.random.split(k_init, n))
-    boards = [chess.Board() for _ in range(n)]
-    notes: list[list[tuple[Optional[float], Optional[float]]]] = [[] for _ in range(n)]
-    seat = np.arange(n) % 2
-    returns = np.zeros((n, 2))  # [B, players]
-    steps = 0
     engine = open_stockfish(settings)
+    opponent = _StockfishOpponent(chess, engine, chess.engine.Limit(depth=int(settings.depth)), n)
     try:
-        while steps < max_steps:
-            done = np.asarray(states.terminated | states.truncated)
-            if done.all():
-                break
-            player = np.asarray(states.current_player)
-            key, ka, ks = jax.random.split(key, 3)
-            agent_turn = ~done & (player == seat)
-            if agent_turn.any():
-                out = jax.device_get(policy_notes(agent_jit(variables, states, ka)))
-                actions, values, shares = np.array(out.action), out.value, out.share
-            else:
-                actions = np.zeros(n, np.int32)
-            mask = np.asarray(states.legal_action_mask)
-            for g in np.flatnonzero(~done):
-                if agent_turn[g]:
-                    move = action_to_move(boards[g], int(actions[g]))
-                    notes[g].append((_note(values[g]), _note(shares[g])))
-                else:
-                    move = engine.play(boards[g], limit).move
-                    actions[g] = move_to_action(boards[g], move)
-                    if not mask[g, actions[g]]:
-                        raise RuntimeError(f"Stockfish's {move.uci()} is legal for python-chess "
-                                           f"but not in the env at {boards[g].fen()}")
-                    notes[g].append((None, None))
-                boards[g].push(move)
-            states = step(states, actions, jax.random.split(ks, n))
-            returns += np.asarray(states.rewards)
-            steps += 1
-            ended = np.asarray(states.terminated) & ~done
-            for g in np.flatnonzero(~done):
-                if bool(ended[g]) != game_over(boards[g]):
-                    raise RuntimeError(f"the env and python-chess disagree on whether the game "
-                                       f"is over at {boards[g].fen()}")
+        match = play_outside_match(
+            env, lambda v, s, k: policy_notes(agent_jit(v, s, k)), variables, key, n,
+            int(max_steps), opponent)
     finally:
         engine.quit()
-    finished = np.asarray(states.terminated | states.truncated)
-    summary = match_summary(match_counts(finished, returns[np.arange(n), seat], steps))
+    summary = match.summary()
+    boards, notes, seat, finished, returns = (opponent.boards, opponent.notes, match.seat,
+                                              match.finished, match.returns)
+    states = match.states
     engine_name = f"stockfish (skill {settings.skill_level}, depth {settings.depth})"
     termination = np.asarray(states.termination)
     records = []
@@ -199,6 +157,42 @@ def play_stockfish_match(
             headers=(("Event", "turbozero vs stockfish"), ("White", names[0]),
                      ("Black", names[1]), ("Round", str(g + 1)), ("Termination", reason))))
     return StockfishMatch(summary, records)
+
+
+class _StockfishOpponent:
+    """Stockfish as an `evaluation.OutsideOpponent`, with a python-chess board beside each game
+    (moves converted both ways; RuntimeError when the env and python-chess disagree)."""
+
+    def __init__(self, chess: Any, engine: Any, limit: Any, num_games: int):
+        self.engine, self.limit = engine, limit
+        self.boards = [chess.Board() for _ in range(num_games)]
+        self.notes: list[list[tuple[Optional[float], Optional[float]]]] = [
+            [] for _ in range(num_games)]
+
+    def choose(self, game: int, states: Any) -> int:
+        board = self.boards[game]
+        move = self.engine.play(board, self.limit).move
+        action = move_to_action(board, move)
+        if not bool(np.asarray(states.legal_action_mask[game, action])):
+            raise RuntimeError(f"Stockfish's {move.uci()} is legal for python-chess "
+                               f"but not in the env at {board.fen()}")
+        return action
+
+    def after_move(self, game: int, action: int, agent_output: Any) -> None:
+        board = self.boards[game]
+        if agent_output is None:
+            self.notes[game].append((None, None))
+        else:
+            self.notes[game].append((_note(agent_output.value[game]),
+                                     _note(agent_output.share[game])))
+        board.push(action_to_move(board, action))
+
+    def after_step(self, was_done: np.ndarray, states: Any) -> None:
+        ended = np.asarray(states.terminated) & ~was_done
+        for g in np.flatnonzero(~was_done):
+            if bool(ended[g]) != game_over(self.boards[g]):
+                raise RuntimeError(f"the env and python-chess disagree on whether the game "
+                                   f"is over at {self.boards[g].fen()}")
 
 
 def _note(x) -> Optional[float]:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+import functools
+from typing import Any, Callable, NamedTuple, Optional, Protocol
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from envs.core import Env, State
 
@@ -98,3 +100,71 @@ def match_summary(counts: dict[str, Any]) -> dict[str, Optional[float]]:
     out["mean_return"] = float(counts["return_sum"]) / n if n else None
     out["steps"] = c["steps"]
     return out
+
+
+class OutsideOpponent(Protocol):
+    """A player outside jit (an engine, a program), for `play_outside_match`."""
+
+    def choose(self, game: int, states: State) -> int:
+        """The opponent's action in game `game` of the batch `states` (its turn there)."""
+
+    def after_move(self, game: int, action: int, agent_output: Any) -> None:
+        """Told every action played in a game: `agent_output` is the agent's (host) output
+        when the agent chose it, else None (the opponent's own)."""
+
+    def after_step(self, was_done: np.ndarray, states: State) -> None:
+        """Told the batch after each step (e.g. to check it agrees with the outside program)."""
+
+
+class OutsideMatch(NamedTuple):
+    finished: np.ndarray  # bool[B]
+    returns: np.ndarray  # float[B, P] rewards summed over the match
+    seat: np.ndarray  # int[B] the agent's seat in each game
+    steps: int
+    states: State  # [B] the final states
+
+    def summary(self) -> dict[str, Optional[float]]:
+        """`match_summary` from the agent's side."""
+        own = self.returns[np.arange(len(self.seat)), self.seat]
+        return match_summary(match_counts(self.finished, own, self.steps))
+
+
+def play_outside_match(env: Env, agent: Callable, variables: Any, key: jax.Array,
+                       num_games: int, max_steps: int, opponent: OutsideOpponent) -> OutsideMatch:
+    """A Python loop over a batch of games against a player that cannot run under jit; the agent
+    is seat `g % num_players` in game g (as `play_match`). `agent(variables, states, key)` is
+    called once per step for the whole batch (pass a jitted function kept across matches, or
+    every match compiles again); its output is either the actions or anything with an `action`
+    field (handed to `opponent.after_move`)."""
+    step, init = _jitted_batch(env.step), _jitted_batch(env.init)
+    k_init, key = jax.random.split(key)
+    states = init(jax.random.split(k_init, num_games))
+    seat = np.arange(num_games) % env.num_players
+    returns = np.zeros((num_games, env.num_players))
+    steps = 0
+    while steps < max_steps:
+        done = np.asarray(states.terminated | states.truncated)
+        if done.all():
+            break
+        player = np.asarray(states.current_player)
+        key, ka, ks = jax.random.split(key, 3)
+        agent_turn = ~done & (player == seat)
+        out = jax.device_get(agent(variables, states, ka)) if agent_turn.any() else None
+        actions = (np.array(getattr(out, "action", out), np.int32) if out is not None
+                   else np.zeros(num_games, np.int32))
+        for g in np.flatnonzero(~done):
+            if not agent_turn[g]:
+                actions[g] = opponent.choose(int(g), states)
+            opponent.after_move(int(g), int(actions[g]), out if agent_turn[g] else None)
+        states = step(states, actions, jax.random.split(ks, num_games))
+        returns += np.asarray(states.rewards)
+        steps += 1
+        opponent.after_step(done, states)
+    finished = np.asarray(states.terminated | states.truncated)
+    return OutsideMatch(finished, returns, seat, steps, states)
+
+
+@functools.lru_cache(maxsize=16)
+def _jitted_batch(fn: Callable) -> Callable:
+    """`jit(vmap(fn))` of an env's bound method, kept across matches (bounded)."""
+    return jax.jit(jax.vmap(fn))

@@ -10,9 +10,8 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 import jax
-import numpy as np
 
-from turbozero.training.evaluation import match_counts, match_summary
+from turbozero.training.evaluation import play_outside_match
 
 
 def play_against_gnubg(
@@ -39,32 +38,28 @@ def play_against_gnubg(
     except ImportError as err:  # pragma: no cover - depends on the install
         raise ValueError("the gnubg opponent needs the `gnubg` package: "
                          'pip install -e ".[backgammon]"') from err
-    n = num_games
-    step = jax.jit(jax.vmap(env.step))
-    k_init, key = jax.random.split(key)
-    states = jax.jit(jax.vmap(env.init))(jax.random.split(k_init, n))
-    seat = np.arange(n) % env.num_players
-    ret = np.zeros(n)
-    queues: list[list[int]] = [[] for _ in range(n)]
-    steps = 0
-    while steps < max_steps:
-        done = np.asarray(states.terminated | states.truncated)
-        if done.all():
-            break
-        player = np.asarray(states.current_player)
-        key, ka, ks = jax.random.split(key, 3)
-        agent_turn = ~done & (player == seat)
-        actions = np.asarray(agent(variables, states, ka)) if agent_turn.any() else np.zeros(n, np.int32)
-        actions = actions.copy()
-        for g in np.flatnonzero(~done & (player != seat)):
-            if not queues[g]:
-                single = jax.tree_util.tree_map(lambda x: x[g], states)
-                queues[g] = list(best_move_actions(single, plies=plies))
-            actions[g] = queues[g].pop(0)
-        for g in np.flatnonzero(agent_turn):
-            queues[g] = []
-        states = step(states, actions, jax.random.split(ks, n))
-        ret += np.asarray(states.rewards)[np.arange(n), seat]
-        steps += 1
-    finished = np.asarray(states.terminated | states.truncated)
-    return match_summary(match_counts(finished, ret, steps))
+    return play_outside_match(env, agent, variables, key, num_games, max_steps,
+                              _Gnubg(best_move_actions, plies)).summary()
+
+
+class _Gnubg:
+    """gnubg as an `evaluation.OutsideOpponent`: its complete move is found once per turn and
+    fed to the env one checker move at a time."""
+
+    def __init__(self, best_move_actions: Callable, plies: int):
+        self.best_move_actions = best_move_actions
+        self.plies = plies
+        self.queues: dict[int, list[int]] = {}
+
+    def choose(self, game: int, states: Any) -> int:
+        if not self.queues.get(game):
+            single = jax.tree_util.tree_map(lambda x: x[game], states)
+            self.queues[game] = list(self.best_move_actions(single, plies=self.plies))
+        return self.queues[game].pop(0)
+
+    def after_move(self, game: int, action: int, agent_output: Any) -> None:
+        if agent_output is not None:  # the agent moved: gnubg's turn has ended
+            self.queues[game] = []
+
+    def after_step(self, was_done: Any, states: Any) -> None:
+        pass
