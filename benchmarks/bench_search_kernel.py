@@ -57,7 +57,7 @@ def _interleaved_min(fns, repeats):
 
 
 def _search_fn(env, evaluator, config):
-    return jax.jit(lambda v, s, k: search(env, evaluator, v, s, k, config).action_weights)
+    return jax.jit(lambda v, s, k: search(env, evaluator, v, s, k, config).policy)
 
 
 def speed(games, batches, sims, repeats):
@@ -86,7 +86,7 @@ def memory(game, batch, sims):
     print("| --- | --- | --- | --- | --- |")
     for name, cfg in (("kernel", TreeSearchConfig(num_simulations=sims)),
                       ("mctx", SearchConfig(num_simulations=sims))):
-        fn = jax.jit(lambda v, s, k, cfg=cfg: search(env, ev, v, s, k, cfg).action_weights)
+        fn = jax.jit(lambda v, s, k, cfg=cfg: search(env, ev, v, s, k, cfg).policy)
         m = fn.lower(variables, big, key).compile().memory_analysis()
         g = 2.0 ** 30
         print(f"| {name} | {batch} x {sims} | {m.temp_size_in_bytes / g:.2f} | "

@@ -82,7 +82,7 @@ def test_search_returns_legal_actions_on_random_positions():
         mask = np.asarray(states.legal_action_mask)
         live = ~np.asarray(states.terminated)
         assert np.all(mask[np.arange(2), np.asarray(out.action)][live])
-        assert np.all(np.asarray(out.action_weights)[~mask] == 0)
+        assert np.all(np.asarray(out.policy)[~mask] == 0)
 
 
 @pytest.fixture(scope="module")
@@ -175,7 +175,7 @@ def test_few_simulations_spread_over_the_moves_with_dynamic_fpu(q, spread):
                        q_transform=DynamicFPU(0.0) if q == "fpu" else MinMaxQ())
     out = jax.jit(lambda st, k: search(ENV, _linear_evaluator(), None, st, k, cfg))(
         _stack(s), jax.random.PRNGKey(0))
-    tried = int((np.asarray(out.action_weights[0]) > 0).sum())
+    tried = int((np.asarray(out.policy[0]) > 0).sum())
     if spread:
         assert tried >= 4, tried
     else:

@@ -129,7 +129,7 @@ def fake_search(variables, states, key):
     del variables
     legal = states.legal_action_mask.astype(jnp.float32)
     return SearchOutput(action=random_actions(states, key),
-                        action_weights=legal / legal.sum(-1, keepdims=True),
+                        policy=legal / legal.sum(-1, keepdims=True),
                         root_value=(states.step_count % 7) / 10.0 - 0.3)
 
 

@@ -198,7 +198,7 @@ def annotated_random(variables, states, key):
     del variables
     legal = states.legal_action_mask.astype(jnp.float32)
     return SearchOutput(action=random_actions(states, key),
-                        action_weights=legal / legal.sum(-1, keepdims=True),
+                        policy=legal / legal.sum(-1, keepdims=True),
                         root_value=jnp.full(states.step_count.shape, 0.25))
 
 

@@ -59,8 +59,8 @@ def test_noise_shows_in_the_visits_at_the_chess_start():
     states = jax.vmap(CHESS.init)(jax.random.split(jax.random.PRNGKey(0), 8))
     quiet = SearchConfig(num_simulations=256, dirichlet_fraction=0.0)
     noisy = SearchConfig(num_simulations=256, dirichlet_fraction=0.25, dirichlet_alpha=0.3)
-    top_quiet = np.asarray(_chess_search(states, jax.random.PRNGKey(1), quiet).action_weights).max(-1)
-    top_noisy = np.asarray(_chess_search(states, jax.random.PRNGKey(1), noisy).action_weights).max(-1)
+    top_quiet = np.asarray(_chess_search(states, jax.random.PRNGKey(1), quiet).policy).max(-1)
+    top_noisy = np.asarray(_chess_search(states, jax.random.PRNGKey(1), noisy).policy).max(-1)
     assert top_quiet.max() < 0.06, top_quiet
     assert top_noisy.mean() > 0.09, top_noisy
     assert top_noisy.mean() > 1.6 * top_quiet.mean()

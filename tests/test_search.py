@@ -54,7 +54,7 @@ def test_search_returns_legal_actions_only(algorithm):
     live = ~np.asarray(states.terminated)
     a = np.asarray(out.action)
     assert np.all(mask[np.arange(8), a][live])
-    w = np.asarray(out.action_weights)
+    w = np.asarray(out.policy)
     assert np.all(w[~mask] == 0)
     np.testing.assert_allclose(w.sum(-1), 1.0, rtol=1e-5)
 

@@ -579,7 +579,7 @@ def test_root_noise_shows_in_the_visits_at_the_chess_start():
         config = TreeSearchConfig(num_simulations=256,
                                   root=PUCTRoot(dirichlet_alpha=0.3, dirichlet_fraction=frac))
         result, _ = _kernel(UNIFORM_CHESS, states, jax.random.PRNGKey(1), config)
-        top[frac] = np.asarray(result.action_weights).max(-1)
+        top[frac] = np.asarray(result.policy).max(-1)
     assert top[0.0].max() < 0.06, top[0.0]
     assert top[0.25].mean() > 0.09, top[0.25]
 
@@ -633,7 +633,7 @@ def test_search_interface_runs_the_kernel_and_checks_k():
     np.testing.assert_array_equal(np.asarray(out.root_visits), np.asarray(result.root_visits))
     np.testing.assert_array_equal(np.asarray(out.action),
                                   np.asarray(result.root_visits).argmax(-1))
-    np.testing.assert_allclose(np.asarray(out.action_weights).sum(-1), 1.0, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(out.policy).sum(-1), 1.0, rtol=1e-6)
     with pytest.raises(ValueError, match="max_children"):
         mctx_policies.search(TTT, TTT_EVAL, None, TTT_STATES, jax.random.PRNGKey(5),
                              TreeSearchConfig(num_simulations=4, max_children=8))

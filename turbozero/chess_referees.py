@@ -25,7 +25,7 @@ import jax
 import numpy as np
 
 from envs._src.chess.core import REASONS
-from envs._src.chess.material import material_policy
+from envs._src.chess.material import material_policy  # noqa: F401  (re-exported)
 from envs._src.chess.pgn import GameRecord, policy_notes, result_tag
 from envs._src.chess.pychess import action_to_move, game_over, move_to_action, \
     require_python_chess

@@ -92,7 +92,7 @@ class TreeSearchConfig:
 @chex.dataclass(frozen=True)
 class TreeSearchResult(SearchOutput):
     """What one search returns (leading axis B everywhere): `SearchOutput`'s action,
-    action_weights (visits, or the Gumbel improved policy) and root_value (for the player to
+    policy (visits, or the Gumbel improved policy) and root_value (for the player to
     move), and more."""
 
     root_values: jax.Array  # float32[B, P] searched root value per player
@@ -346,7 +346,7 @@ def tree_search(
     used = jnp.arange(tree.num_nodes)[None] < tree.next_node[:, None]
     result = TreeSearchResult(
         action=action.astype(jnp.int32),
-        action_weights=weights,
+        policy=weights,
         root_value=jnp.take_along_axis(root_values, mover[:, None], 1)[:, 0],
         root_values=root_values,
         risk_value=_risk_value(stats, beta, bounds),

@@ -106,7 +106,7 @@ class SearchConfig:
 @chex.dataclass(frozen=True)
 class SearchOutput:
     action: jax.Array  # int32[B] action to play
-    action_weights: jax.Array  # float32[B, A] policy target (visit distribution)
+    policy: jax.Array  # float32[B, A] policy target (visit distribution)
     root_value: jax.Array  # float32[B] searched value of the root, for the player to move
 
 
@@ -344,7 +344,7 @@ def search(
     weights = jnp.where(states.legal_action_mask, out.action_weights, 0.0)
     weights = weights / jnp.maximum(weights.sum(-1, keepdims=True), 1e-12)
     root_value = out.search_tree.node_values[:, mctx.Tree.ROOT_INDEX]
-    return SearchOutput(action=out.action, action_weights=weights, root_value=root_value)
+    return SearchOutput(action=out.action, policy=weights, root_value=root_value)
 
 
 def greedy_actions(

@@ -130,7 +130,7 @@ class AlphaZero(Algorithm):
 
     def self_play_policy(self, variables, states, key):
         return search(self.env, self.evaluator, variables, states, key,
-                      self.search_config).action_weights
+                      self.search_config).policy
 
     def act(self, variables, states, key):
         return search(self.env, self.evaluator, variables, states, key,

@@ -5,7 +5,7 @@
     text = games_to_pgn(records)          # python-chess, lichess, any PGN reader opens it
 
 A policy is `(variables, states, key) -> actions` (int32[B]) or returns a search output with
-`action`, `action_weights` (the visit distribution) and `root_value` (for the mover, as
+`action`, `policy` (the visit distribution) and `root_value` (for the mover, as
 `turbozero.search.SearchOutput`): then every move it plays carries the comment
 `{v=+0.12 p=0.45}`, the searched value of the position for the side that moved and the share
 of the root's visits that went to the move played. Games are played inside one jitted
@@ -129,9 +129,9 @@ class _RecordCarry(NamedTuple):
 
 def policy_notes(output: Any) -> MoveNotes:
     """A policy's output as `MoveNotes`: actions alone, or a search output (module docstring)."""
-    if hasattr(output, "action_weights"):
+    if hasattr(output, "policy"):
         action = jnp.asarray(output.action, jnp.int32)
-        share = jnp.take_along_axis(output.action_weights, action[:, None], axis=1)[:, 0]
+        share = jnp.take_along_axis(output.policy, action[:, None], axis=1)[:, 0]
         return MoveNotes(action, jnp.asarray(output.root_value, jnp.float32),
                          share.astype(jnp.float32))
     action = jnp.asarray(output, jnp.int32)
