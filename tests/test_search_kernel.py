@@ -668,3 +668,21 @@ def test_reused_subtree_equals_a_fresh_search_of_the_same_visits():
     # the carried visits stay: the second search's root has N_c + S2 visits for S2 evaluations
     np.testing.assert_array_equal(np.asarray(tree2.node_visits[:, 0]), visits + s2)
     assert np.all(np.asarray(tree2.next_node) <= np.asarray(carried.next_node) + s2)
+
+
+@pytest.mark.slow  # ~1 min on 2 cores, mostly compiling mctx's Paco Sako search
+def test_mctx_formulas_give_mctx_trees_on_pacosako_chains():
+    """Paco Sako keeps the mover through a lift and its place: the kernel's tree still equals
+    mctx's (which uses discount +1 there) at a lift and at the place that follows it."""
+    env = envs.make("pacosako")
+    evaluator = mctx_policies.NetworkEvaluator(_hash_apply(env.num_actions))
+    s, picked = env.init(jax.random.PRNGKey(3)), []
+    step = jax.jit(env.step)
+    for i in range(27):
+        legal = np.flatnonzero(np.asarray(s.legal_action_mask))
+        s = step(s, jnp.int32(legal[(i * 7919) % len(legal)]), jax.random.PRNGKey(i))
+        if i in (11, 12, 25, 26):
+            picked.append(s)
+    movers = [int(x.current_player) for x in picked]
+    assert movers == [0, 0, 1, 1]  # each pair: a lift, then the same player's place
+    _check_against_mctx(env, evaluator, _stack(picked), 48)
