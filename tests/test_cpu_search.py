@@ -383,8 +383,7 @@ print(json.dumps(dict(r)))
 
 def test_queue_stress_many_threads_tiny_queue():
     # 16 native threads run in a child process: if the C++ side ever aborts, this test fails
-    # with its stderr instead of killing the whole test session (one CI run ended in an
-    # unexplained abort from a non-Python thread; docs/cpu_search.md)
+    # with its stderr instead of killing the whole test session
     out = subprocess.run([sys.executable, "-c", _STRESS], capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]

@@ -118,10 +118,7 @@ def pool_evaluator(game):
     return make_pool_evaluator(env, net, jax.random.PRNGKey(3))
 
 
-# slots_per_game=30 < kept subtree + 24 simulations: moves start afresh from the child's state.
-# slow: native worker threads in the test session's own process; one CI run ended in an
-# unexplained abort from a non-Python thread later in the session (docs/cpu_search.md)
-@pytest.mark.slow
+# slots_per_game=30 < kept subtree + 24 simulations: moves start afresh from the child's state
 @pytest.mark.parametrize("workers,slots", [(1, None), (2, 30)], ids=["reuse", "no-reuse"])
 def test_self_play_games_replay_to_their_recorded_outcomes(game, pool_evaluator, workers, slots):
     env, net, step, observe, _ = game

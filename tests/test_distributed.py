@@ -81,9 +81,12 @@ def _free_port() -> int:
 
 
 def _env(**extra):
-    """The test's environment, its persistent compilation cache, CPU only, no device count."""
+    """The test's environment, CPU only, no device count, and a persistent compilation cache of
+    its own: executables compiled in a gloo multi-process run, loaded later by a one-process
+    test from the shared cache, aborted that process inside `compilation_cache` (seen twice in
+    CI on 2026-11-23), so the two never share a cache directory."""
     env = dict(os.environ, JAX_PLATFORMS="cpu",
-               JAX_COMPILATION_CACHE_DIR=jax.config.jax_compilation_cache_dir,
+               JAX_COMPILATION_CACHE_DIR=jax.config.jax_compilation_cache_dir + "-distributed",
                JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0.5")
     env.pop("XLA_FLAGS", None)
     env.update(extra)
