@@ -11,7 +11,7 @@ The API follows pgx where pgx has a convention:
 
 `init_state` / `transition` are `init` / `step` without computing the observation (the field is
 None): for random play, search expansion and replay, which read few of the observations of the
-states they make; `env.observe(state)` computes it on demand (docs/chess.md, "Observations on
+states they make; `env.observe(state)` computes it on demand (docs/envs.md, "Observations on
 demand").
 
 Every `State` carries the common fields below; a game subclasses it and adds its own.
@@ -126,7 +126,7 @@ class Env(abc.ABC):
     is_simultaneous: bool = False
     num_chance_outcomes: int = 0
     # the step cap after which a game is `truncated` (None: the game has no cap). One name for
-    # chess's plies, Paco Sako's steps and PyRat's turns (their old names remain as aliases).
+    # each game's own former cap name remains as an alias (docs/envs.md).
     max_episode_steps: Optional[int] = None
 
     @property

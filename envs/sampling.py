@@ -3,8 +3,8 @@
     a = jax.vmap(uniform_legal_action)(jax.random.split(key, batch), states.legal_action_mask)
 
 `jax.random.categorical` over a masked logit vector draws one Gumbel variate per action: at
-batch 1024 over chess's 4672 actions that was ~260 ms per call (wall, loaded 2-core CPU), over
-100 times a chess transition. Here one uniform number per game picks the r-th legal action in
+batch 1024 over 4672 action ids that was ~260 ms per call (wall, loaded 2-core CPU), over
+100 times a game's transition there. Here one uniform number per game picks the r-th legal action in
 two levels (blocks of 64, then within the block): ~1.2 ms CPU for the same batch (docs/chess.md,
 "Random play: where the time goes").
 """

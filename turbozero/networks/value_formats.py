@@ -80,7 +80,7 @@ class ScalarValue(ValueFormat):
         return value_out
 
     def loss(self, value_out, returns, mover):
-        # Returns beyond ±1 (e.g. backgammon points) are clipped into the tanh range.
+        # Returns beyond ±1 (e.g. points of a multi-point game) are clipped into the tanh range.
         target = jnp.clip(_mover_return(returns, mover), -1.0, 1.0)
         return jnp.mean((value_out - target) ** 2), {}
 

@@ -423,9 +423,9 @@ def mcgs_search(eval_fn: EvalFn, params: Any, env: Env, root_states: State, key:
 
     eval_fn(params, x) -> (policy_logits_p1 [B, 5], policy_logits_p2 [B, 5], value_p1 [B],
     value_p2 [B]) with x the observations [B, ...] (or the states, see `MCGSConfig`); values in
-    reward units (PyRat: cheese still to collect). It is called once per simulation on the whole
+    reward units. It is called once per simulation on the whole
     batch. The env must provide what `envs.core.GraphSearchEnv` lists (`effective_outcomes`,
-    `state_key`, `search_embedding`, `search_restore`, `same_position`, ...; see envs.pyrat): a
+    `state_key`, `search_embedding`, `search_restore`, `same_position`, ...; docs/mcgs.md): a
     missing one is a ValueError naming it. Jit with env, eval_fn and config
     static, or use `make_mcgs_fn`. `num_playouts` (a traced int, at most
     `config.num_simulations`) runs fewer playouts without recompiling.

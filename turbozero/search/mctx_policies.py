@@ -5,8 +5,8 @@ so `recurrent_fn` is the environment's `step` plus one network call. Conventions
 
 * Values and rewards are in the game's reward units from the point of view of the player to move
   at the node (4-way head: money equity in points, via `equity`).
-* discount = -1 when the player to move changes, +1 when the same player moves again (backgammon
-  micro-moves, Paco Ŝako chains), 0 after a terminal state.
+* discount = -1 when the player to move changes, +1 when the same player moves again (a turn of
+  several actions), 0 after a terminal state.
 * Illegal actions are masked inside the tree through the prior logits (mctx masks only the root).
 * Stochastic games (`env.is_stochastic`) use `stochastic_muzero_policy`: decision node -> afterstate
   (`env.step_deterministic`) -> chance outcome (`env.step_chance`) with the env's true chance
@@ -200,7 +200,7 @@ def make_root(
         key, alpha, fraction = noise
         logits = noised_prior_logits(key, logits, states.legal_action_mask, alpha, fraction)
     # the tree stores states without their observation (recomputed when a node is evaluated):
-    # chess search trees shrink ~6x (docs/chess.md, "Observations on demand")
+    # trees over large observations shrink several-fold (docs/envs.md, observations on demand)
     return mctx.RootFnOutput(prior_logits=logits, value=value,
                              embedding=states.replace(observation=None))
 
@@ -384,7 +384,7 @@ def random_actions(states: State, key: jax.Array) -> jax.Array:
     """Uniformly random legal actions for a batch of states (works on batched masks: [B, A], or
     [B, P, A] with one action per player). `envs.sampling.uniform_legal_action` draws one
     uniform number per game; a masked `jax.random.categorical` drew one Gumbel variate per
-    action, ~200x slower over chess's 4672 actions (docs/chess.md)."""
+    action, ~200x slower over thousands of action ids (docs/benchmarks.md)."""
     mask = states.legal_action_mask
     flat = mask.reshape((-1, mask.shape[-1]))
     keys = jax.random.split(key, flat.shape[0])

@@ -2,7 +2,7 @@
 
 Two formulas, chosen by passing an object (docs/search.md, "The tree kernel"):
 
-* `SpecPUCT` — docs/search.md (the chess design's PUCT): `Q + c_puct * P * sqrt(N) / (1 + N_a + VL_a)`,
+* `SpecPUCT` — docs/search.md (PUCT with dynamic FPU and risk): `Q + c_puct * P * sqrt(N) / (1 + N_a + VL_a)`,
   dynamic FPU for unvisited children, entropic-risk Q `mean + beta/2 * var` (clamped; beta = 0
   is plain AlphaZero), virtual loss blended toward the parent's Q.
 * `MctxPUCT` — `mctx.muzero_action_selection` with `qtransform_by_parent_and_siblings`
@@ -67,7 +67,7 @@ def node_stats(tree: Tree, node: jax.Array) -> NodeStats:
 
 @dataclasses.dataclass(frozen=True)
 class SpecPUCT:
-    """The chess design's PUCT (docs/search.md), in the game's value units.
+    """PUCT with dynamic FPU, entropic risk and virtual loss (docs/search.md), in the game's value units.
 
     c_puct: exploration constant (spec default 1.5).
     fpu_base: unvisited child without virtual loss scores `Q_parent - fpu_base * (1 - P)`.

@@ -99,7 +99,7 @@ def compact_children(
     More legal actions than K (possible only when K is set below the game's bound): the K with
     the highest logits are kept (ties: the lowest ids) and the prior is renormalised over them.
     The top-k runs only when some node of the batch overflows (`lax.cond` on the whole batch),
-    because a top-k over chess's 4,672 ids costs more than the rest of an expansion.
+    because a top-k over thousands of action ids costs more than the rest of an expansion.
     """
     m, a = legal.shape
     k = max_children
