@@ -143,7 +143,7 @@ class Env(abc.ABC):
 
     def init_state(self, key: PRNGKey) -> State:
         """`init` without the observation: the state's `observation` is None (read it with
-        `observe`). See docs/chess.md, "Observations on demand"."""
+        `observe`). See docs/envs.md, "Observations on demand"."""
         return self._init(key).replace(observation=None)
 
     def step(self, state: State, action: Array, key: Optional[PRNGKey] = None) -> State:
