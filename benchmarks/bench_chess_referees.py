@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import sys
 import time
 
@@ -30,20 +29,11 @@ from benchmarks._timing import median_time  # noqa: E402
 from envs import chess as ec  # noqa: E402
 from envs._src.chess import material as mat  # noqa: E402
 from envs._src.chess.encode import encode_batch, states_from_fens  # noqa: E402
+from envs._src.chess.pychess import random_fens as _random_fens  # noqa: E402
 
 
 def random_fens(n: int, seed: int = 0) -> list[str]:
-    rng = random.Random(seed)
-    out = []
-    while len(out) < n:
-        board = chess.Board()
-        for _ in range(rng.randrange(10, 60)):
-            if board.is_game_over():
-                break
-            board.push(rng.choice(list(board.legal_moves)))
-        if not board.is_game_over():
-            out.append(board.fen())
-    return out
+    return _random_fens(n, seed, plies=(10, 60))
 
 
 def main() -> None:

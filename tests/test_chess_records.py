@@ -2,7 +2,6 @@
 policies with the search's notes, action <-> move conversion, and encode_batch (spec §2.4)."""
 
 import io
-import random
 
 import chess
 import chess.pgn
@@ -16,7 +15,7 @@ from envs import chess as ec
 from envs._src.chess.encode import encode_batch, states_from_fens
 from envs._src.chess.pgn import (GameRecord, games_to_pgn, move_comment, parse_comment,
                                  record_games)
-from envs._src.chess.pychess import action_to_move, move_to_action
+from envs._src.chess.pychess import action_to_move, move_to_action, random_fens
 from turbozero.search import SearchOutput, random_actions
 
 SCHOLAR = ("e2e4", "e7e5", "f1c4", "b8c6", "d1h5", "g8f6", "h5f7")
@@ -29,20 +28,6 @@ SPECIAL_FENS = [
     "1n2k3/P7/8/8/8/8/7p/4K1N1 w - - 0 1",
     "1n2k3/P7/8/8/8/8/7p/4K1N1 b - - 0 1",
 ]
-
-
-def random_fens(n, seed):
-    rng = random.Random(seed)
-    out = []
-    while len(out) < n:
-        board = chess.Board()
-        for _ in range(rng.randrange(1, 120)):
-            if board.is_game_over():
-                break
-            board.push(rng.choice(list(board.legal_moves)))
-        if not board.is_game_over():
-            out.append(board.fen())
-    return out
 
 
 @pytest.fixture(scope="module")

@@ -77,3 +77,23 @@ def game_over(board: Any) -> bool:
 
 
 __all__ = ["INSTALL", "action_to_move", "game_over", "move_to_action", "require_python_chess"]
+
+
+def random_fens(n: int, seed: int = 0, plies: tuple[int, int] = (1, 120)) -> list[str]:
+    """`n` FENs of unfinished positions reached by uniformly random legal moves from the start
+    (a random number of plies in `[plies[0], plies[1])`), with python-chess; for tests and
+    benchmarks of FEN input."""
+    import random
+
+    chess = require_python_chess("random_fens")
+    rng = random.Random(seed)
+    out: list[str] = []
+    while len(out) < n:
+        board = chess.Board()
+        for _ in range(rng.randrange(*plies)):
+            if board.is_game_over():
+                break
+            board.push(rng.choice(list(board.legal_moves)))
+        if not board.is_game_over():
+            out.append(board.fen())
+    return out
