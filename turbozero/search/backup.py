@@ -2,8 +2,9 @@
 
 Each leaf adds its value vector to every node on its path to the root: the node's visit count,
 per-player value sum and value-squared sum, and it takes back the virtual loss that selection
-put on the path. Going up one edge adds that edge's reward vector. Leaves of one step may share
-nodes (or be the same pending node twice): scatter-adds accumulate, so each leaf counts once.
+put on the path. Going up one edge turns the return `G` into `reward + discount * G`. Leaves
+of one step may share nodes (or be the same pending node twice): scatter-adds accumulate, so
+each leaf counts once.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ class _Up(NamedTuple):
     tree: Tree
 
 
-def backup(tree: Tree, leaves: jax.Array, active: jax.Array) -> Tree:
+def backup(tree: Tree, leaves: jax.Array, active: jax.Array, discount: float = 1.0) -> Tree:
     """Back up `leaves` (int32[L]) of one tree; inactive leaves (bool[L]) do nothing.
 
     A leaf's value is its `raw_value` (0 at a terminal node): a pending node's evaluation was
@@ -50,7 +51,7 @@ def backup(tree: Tree, leaves: jax.Array, active: jax.Array) -> Tree:
             value_sum=t.value_sum.at[idx].add(c.value, mode="drop"),
             value_sq_sum=t.value_sq_sum.at[idx].add(c.value * c.value, mode="drop"),
         )
-        value = c.value + t.reward[safe_idx]
+        value = t.reward[safe_idx] + discount * c.value
         parent = jnp.where(on, t.parent[safe_idx], NO_PARENT)
         return _Up(node=parent, value=value, tree=t)
 

@@ -48,6 +48,8 @@ class TreeSearchConfig:
         0 (argmax) after (docs/training.md); applied by `search()`, which knows the env's states.
     extra_nodes: node capacity beyond `num_simulations + 1`, for a subtree carried by
         `reuse_subtree` (its nodes are kept only while they fit).
+    discount: gamma of `Q(s, a) = r + gamma * V(s')` in selection and backup (1 for games
+        searched on their true rules; a learned model may discount, docs/gomoku.md).
     """
 
     num_simulations: int = 32
@@ -58,6 +60,7 @@ class TreeSearchConfig:
     temperature: float = 1.0
     temperature_moves: Optional[int] = None
     extra_nodes: int = 0
+    discount: float = 1.0
 
     def __post_init__(self) -> None:
         if self.num_simulations < 1:
@@ -80,6 +83,8 @@ class TreeSearchConfig:
             raise ValueError(f"temperature_moves must be >= 0, got {self.temperature_moves}")
         if self.extra_nodes < 0:
             raise ValueError(f"extra_nodes must be >= 0, got {self.extra_nodes}")
+        if not 0.0 < self.discount <= 1.0:
+            raise ValueError(f"discount must be in (0, 1], got {self.discount}")
 
     @property
     def num_nodes(self) -> int:
@@ -162,7 +167,7 @@ def _select_leaves(
             node = d.node
             vl = d.virtual_loss.at[node].add(1)
             tv = t._replace(virtual_loss=vl)
-            stats = node_stats(tv, node)
+            stats = node_stats(tv, node, config.discount)
             mover = tv.player[node]
             at_root = node == ROOT_INDEX
             scores = jnp.where(
@@ -246,14 +251,16 @@ def _simulate(model, params, tree: Tree, key: jax.Array, extra: RootExtra,
         write = jnp.where(new, leaves, bare.num_nodes).reshape(-1)  # out of range: skipped
         tree = _write_nodes(bare._replace(embedding=embedding), rows.reshape(-1), write,
                             child_emb, out, reward, bare.max_children)
-        bare = jax.vmap(backup, in_axes=(0, 0, None))(_without_embedding(tree), leaves, active)
+        bare = jax.vmap(backup, in_axes=(0, 0, None, None))(
+            _without_embedding(tree), leaves, active, config.discount)
         return _Loop(tree=bare._replace(embedding=tree.embedding), key=key)
 
     return jax.lax.fori_loop(0, steps, step, _Loop(tree=tree, key=key))
 
 
-def _root_stats(tree: Tree):
-    return jax.vmap(lambda t: node_stats(t, jnp.int32(ROOT_INDEX)))(_without_embedding(tree))
+def _root_stats(tree: Tree, discount: float = 1.0):
+    return jax.vmap(lambda t: node_stats(t, jnp.int32(ROOT_INDEX), discount))(
+        _without_embedding(tree))
 
 
 def _risk_value(stats, beta: float, bounds) -> jax.Array:
@@ -272,7 +279,7 @@ def _risk_value(stats, beta: float, bounds) -> jax.Array:
 def _act(tree: Tree, extra: RootExtra, config: TreeSearchConfig, key: jax.Array,
          temperature: jax.Array, num_actions: int):
     """(action int32[B], policy float32[B, K] over the root slots)."""
-    stats = _root_stats(tree)
+    stats = _root_stats(tree, config.discount)
     valid = stats.valid
     if isinstance(config.root, GumbelRoot):
         raw = tree.raw_value[:, ROOT_INDEX]  # [B, P]
@@ -332,7 +339,7 @@ def tree_search(
     slot, policy = _act(tree, extra, config, k_act, temperature, model.num_actions)
     root_actions = tree.children_action[:, ROOT_INDEX]  # [B, K]
     action = jnp.take_along_axis(root_actions, slot[:, None], 1)[:, 0]
-    stats = _root_stats(tree)
+    stats = _root_stats(tree, config.discount)
     rows = jnp.broadcast_to(jnp.arange(b)[:, None], root_actions.shape)
     cols = jnp.where(valid, root_actions, model.num_actions)  # padding: dropped
     weights = jnp.zeros((b, model.num_actions), jnp.float32).at[rows, cols].set(

@@ -35,10 +35,11 @@ class NodeStats(NamedTuple):
     parent_value: jax.Array  # float32[] mover's mean value of the node
 
 
-def node_stats(tree: Tree, node: jax.Array) -> NodeStats:
+def node_stats(tree: Tree, node: jax.Array, discount: float = 1.0) -> NodeStats:
     """Gather the `[K]` child row of `node` in one unbatched tree (fields without batch axis).
 
-    O(K * P): the only per-simulation reads of the child arrays."""
+    Q of a child is `reward + discount * mean value` (MuZero's Bellman form; the true-dynamics
+    games use discount 1). O(K * P): the only per-simulation reads of the child arrays."""
     mover = tree.player[node]
     idx = tree.children_index[node]  # [K]
     exists = idx != UNVISITED
@@ -49,8 +50,9 @@ def node_stats(tree: Tree, node: jax.Array) -> NodeStats:
     mean_v = tree.value_sum[safe, mover] / n
     mean_sq = tree.value_sq_sum[safe, mover] / n
     # the edge reward is the same on every visit, so it shifts the mean but not the variance
-    q_mean = jnp.where(visits > 0, tree.reward[safe, mover] + mean_v, 0.0)
-    q_var = jnp.where(visits > 0, jnp.maximum(mean_sq - mean_v * mean_v, 0.0), 0.0)
+    q_mean = jnp.where(visits > 0, tree.reward[safe, mover] + discount * mean_v, 0.0)
+    q_var = jnp.where(visits > 0, discount * discount * jnp.maximum(mean_sq - mean_v * mean_v,
+                                                                  0.0), 0.0)
     pv = tree.node_visits[node]
     parent_value = tree.value_sum[node, mover] / jnp.maximum(pv, 1).astype(jnp.float32)
     return NodeStats(

@@ -46,9 +46,9 @@ PolicyFn = Callable[[Any, State, jax.Array], jax.Array]
 def evaluation_search(search_config: Any) -> Any:
     """The self-play search made deterministic for evaluation: no root noise, temperature 0.
 
-    Generic over config dataclasses: every `dirichlet_fraction` and `temperature` field, in the
-    config or in a config object nested in it (e.g. the kernel's `root=PUCTRoot(...)`), is set
-    to 0; a `temperature_moves` schedule is dropped."""
+    Generic over config dataclasses: every `dirichlet_fraction`, `temperature` and
+    `gumbel_scale` field, in the config or in a config object nested in it (e.g. the kernel's
+    `root=PUCTRoot(...)`), is set to 0; a `temperature_moves` schedule is dropped."""
     if not dataclasses.is_dataclass(search_config) or isinstance(search_config, type):
         raise ValueError(f"a search config must be a dataclass, got {type(search_config).__name__}")
 
@@ -56,7 +56,7 @@ def evaluation_search(search_config: Any) -> Any:
         changes = {}
         for f in dataclasses.fields(obj):
             value = getattr(obj, f.name)
-            if f.name in ("dirichlet_fraction", "temperature"):
+            if f.name in ("dirichlet_fraction", "temperature", "gumbel_scale"):
                 changes[f.name] = 0.0
             elif f.name == "temperature_moves":
                 changes[f.name] = None
@@ -86,11 +86,24 @@ class Algorithm(abc.ABC):
     def check_env(cls, env: Env) -> None:
         """ValueError naming what `env` lacks for this algorithm."""
 
+    @classmethod
+    def build_network(cls, spec: Any, env: Env, network_config: dict) -> Any:
+        """The flax module this algorithm trains: the game's trunk and value head
+        (`turbozero.games.build_network`); a learned-model algorithm builds its model."""
+        from turbozero.games import build_network
+
+        return build_network(spec, env, network_config)
+
     # ------------------------------------------------------------------- acting
     @abc.abstractmethod
     def self_play_policy(self, variables: Any, states: State, key: jax.Array) -> jax.Array:
         """Policy targets of a batch of states: float32[B, A] (or [B, P, A] per player). The
         collector picks the move from them through the temperature schedule."""
+
+    def self_play(self, variables: Any, states: State, key: jax.Array):
+        """What the collector stores per position: the policy targets, or `SelfPlayTargets`
+        (policy and the search's root value per seat) for algorithms that bootstrap from it."""
+        return self.self_play_policy(variables, states, key)
 
     @abc.abstractmethod
     def act(self, variables: Any, states: State, key: jax.Array) -> jax.Array:
@@ -105,6 +118,10 @@ class Algorithm(abc.ABC):
     @abc.abstractmethod
     def loss_fn(self, params, train_state, experience, l2_reg_lambda=0.0):
         """`(loss, (metrics, updates))`, the signature `trainer.train` differentiates."""
+
+    def sample(self, buffer: replay.ReplayBuffer, key: jax.Array, batch_size: int) -> Any:
+        """A training batch from `buffer`, what `loss_fn` reads (default: single positions)."""
+        return replay.sample(buffer, key, batch_size)
 
     def init_replay(self, num_envs: int, capacity: int, states: State) -> replay.ReplayBuffer:
         """Replay of single positions with the return to the end of the game as target (the

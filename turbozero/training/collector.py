@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Union
 
 import jax
 import jax.numpy as jnp
@@ -11,10 +11,11 @@ from flax import struct
 from envs.core import Env, State
 from turbozero.training import replay
 from turbozero.training.acting import TemperatureSchedule
+from turbozero.training.types import SelfPlayTargets
 
-# policy_fn(variables, states[B], key) -> policy targets [B, A] (or [B, P, A] per player):
-# `Algorithm.self_play_policy`
-PolicyTargetFn = Callable[[Any, State, jax.Array], jax.Array]
+# policy_fn(variables, states[B], key) -> `SelfPlayTargets` (`Algorithm.self_play`), or just the
+# policy targets [B, A] (or [B, P, A] per player), stored with zero search values
+PolicyTargetFn = Callable[[Any, State, jax.Array], Union[SelfPlayTargets, jax.Array]]
 
 
 @struct.dataclass
@@ -50,7 +51,8 @@ def collect(
     num_steps: int,
     schedule: TemperatureSchedule = TemperatureSchedule(),
 ) -> tuple[CollectorState, replay.ReplayBuffer, CollectStats]:
-    """Play `num_steps` moves in every game (lax.scan), writing every position to `buffer`.
+    """Play `num_steps` moves in every game (lax.scan), writing every position to `buffer`
+    with its policy target, the action played and the search's root values.
 
     The move played comes from the search's policy target through `schedule` (the search's own
     action is not used), so every search algorithm acts by the same schedule.
@@ -61,7 +63,8 @@ def collect(
         col, buf, stats = carry
         k_search, k_act, k_step, k_reset = jax.random.split(step_key, 4)
         s = col.env_state
-        policy = policy_fn(variables, s, k_search)
+        out = policy_fn(variables, s, k_search)
+        policy, values = (out if isinstance(out, SelfPlayTargets) else (out, None))
         actions = schedule.act(k_act, policy, s.step_count)
         buf = replay.add(
             buf,
@@ -71,6 +74,8 @@ def collect(
             s.current_player,
             col.return_so_far,
             col.episode_id,
+            action=actions,
+            search_values=values,
         )
         # fast path: transition and fresh games without observations, then one observe of the
         # games as they continue (docs/envs.md, observations on demand)

@@ -21,12 +21,12 @@ from flax import struct
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 import envs
-from turbozero.games import Opponent, build_network, game_spec
+from turbozero.games import Opponent, game_spec
 from turbozero.search.mctx_policies import SearchConfig, random_actions
 from turbozero.training import collector as collector_lib
 from turbozero.training import distributed, replay, report
 from turbozero.training.acting import TemperatureSchedule
-from turbozero.training.algorithms import Algorithm, build_algorithm
+from turbozero.training.algorithms import Algorithm, algorithm_class, build_algorithm
 from turbozero.training.checkpoints import RunDirectory
 from turbozero.training.evaluation import match_summary, play_match
 from turbozero.training.metrics import MetricsWriter
@@ -120,8 +120,10 @@ class Trainer:
         self.config = config
         self.spec = game_spec(config.game)
         self.env = envs.make(config.game, **dict(config.env_config))
-        self.network = build_network(self.spec, self.env, dict(config.network))
-        # the search config's type picks the algorithm; it checks the env can be searched so
+        # the search config's type picks the algorithm (and the network it trains); it checks
+        # the env can be searched so
+        self.network = algorithm_class(config.search).build_network(
+            self.spec, self.env, dict(config.network))
         self.algorithm: Algorithm = build_algorithm(
             self.env, self.network.apply, self.spec.value_format, config.search, config.eval_search)
         self.mesh = make_mesh() if mesh is None else mesh
@@ -210,7 +212,7 @@ class Trainer:
         def collect_fn(state: LoopState):
             key, k = jax.random.split(state.key)
             col, buf, stats = collector_lib.collect(
-                env, self.algorithm.self_play_policy, self.variables(state.train_state),
+                env, self.algorithm.self_play, self.variables(state.train_state),
                 state.collector, state.buffer, k, cfg.collect_steps, cfg.temperature_schedule,
             )
             return state.replace(collector=col, buffer=buf, key=key), stats
@@ -222,7 +224,7 @@ class Trainer:
             ts, metrics = train(
                 state.train_state, state.buffer, k, loss_fn=self.algorithm.loss_fn,
                 batch_size=cfg.batch_size, num_steps=cfg.train_steps,
-                shard_batch=shard,
+                shard_batch=shard, sample_fn=self.algorithm.sample,
             )
             return state.replace(train_state=ts, key=key), metrics
 

@@ -5,11 +5,17 @@ the games themselves. Each slot remembers its episode id and the rewards its pla
 before the position; when an episode ends, every slot of it gets its target: the return from
 that position to the end, per player (for games with rewards only at the end, the outcome).
 Only slots whose episode has ended are sampled.
+
+Each slot also keeps the action played from it, the search's root value per seat and the write
+counter at which it was written, so that an algorithm can read whole stretches of a game: slot
+`(e, t + j)` continues slot `(e, t)` when it has the same episode id and was written `j` writes
+later (`consecutive`). MuZero's unroll and n-step targets are built that way
+(`turbozero.training.muzero`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import jax
 import jax.numpy as jnp
@@ -24,12 +30,16 @@ class ReplayBuffer:
     policy: jax.Array  # [E, T, *policy] search policy target
     legal_action_mask: jax.Array  # [E, T, *policy] bool
     current_player: jax.Array  # [E, T] int32
+    action: jax.Array  # [E, T, *policy[:-1]] int32 the action played from the position
+    search_values: jax.Array  # [E, T, P] float32 the search's root value per seat (0 if none)
+    written_at: jax.Array  # [E, T] int32 the write counter when the slot was written
     return_before: jax.Array  # [E, T, P] rewards collected before the position
     returns: jax.Array  # [E, T, P] return from the position to the end of its episode
     episode_id: jax.Array  # [E, T] int32
     written: jax.Array  # [E, T] bool
     has_target: jax.Array  # [E, T] bool
     ptr: jax.Array  # int32, next column to write
+    num_writes: jax.Array  # int32, columns written so far (the next `written_at`)
 
 
 def init_buffer(
@@ -48,12 +58,16 @@ def init_buffer(
         policy=jnp.zeros(et + tuple(policy_shape), jnp.float32),
         legal_action_mask=jnp.zeros(et + tuple(policy_shape), jnp.bool_),
         current_player=jnp.zeros(et, jnp.int32),
+        action=jnp.zeros(et + tuple(policy_shape)[:-1], jnp.int32),
+        search_values=jnp.zeros(et + (num_players,), jnp.float32),
+        written_at=jnp.full(et, -1, jnp.int32),
         return_before=jnp.zeros(et + (num_players,), jnp.float32),
         returns=jnp.zeros(et + (num_players,), jnp.float32),
         episode_id=jnp.full(et, -1, jnp.int32),
         written=jnp.zeros(et, jnp.bool_),
         has_target=jnp.zeros(et, jnp.bool_),
         ptr=jnp.zeros((), jnp.int32),
+        num_writes=jnp.zeros((), jnp.int32),
     )
 
 
@@ -65,8 +79,11 @@ def add(
     current_player: jax.Array,
     return_before: jax.Array,
     episode_id: jax.Array,
+    action: Optional[jax.Array] = None,
+    search_values: Optional[jax.Array] = None,
 ) -> ReplayBuffer:
-    """Write one position per game (leading axis E) into the current column."""
+    """Write one position per game (leading axis E) into the current column (`action` and
+    `search_values` default to zeros)."""
     col = buffer.ptr
 
     def put(arr, value):
@@ -77,12 +94,18 @@ def add(
         policy=put(buffer.policy, policy),
         legal_action_mask=put(buffer.legal_action_mask, legal_action_mask),
         current_player=put(buffer.current_player, current_player),
+        action=put(buffer.action, jnp.zeros(buffer.action.shape[:1] + buffer.action.shape[2:],
+                                             jnp.int32) if action is None else action),
+        search_values=put(buffer.search_values, jnp.zeros_like(return_before)
+                          if search_values is None else search_values),
+        written_at=put(buffer.written_at, jnp.full_like(episode_id, buffer.num_writes)),
         return_before=put(buffer.return_before, return_before),
         returns=put(buffer.returns, jnp.zeros_like(return_before)),
         episode_id=put(buffer.episode_id, episode_id),
         written=put(buffer.written, jnp.ones_like(episode_id, jnp.bool_)),
         has_target=put(buffer.has_target, jnp.zeros_like(episode_id, jnp.bool_)),
         ptr=(col + 1) % buffer.episode_id.shape[1],
+        num_writes=buffer.num_writes + 1,
     )
 
 
@@ -103,8 +126,10 @@ def num_samples(buffer: ReplayBuffer) -> jax.Array:
     return jnp.sum(buffer.has_target)
 
 
-def sample(buffer: ReplayBuffer, key: jax.Array, batch_size: int) -> Experience:
-    """Uniform sample with replacement among the slots that have a target.
+def sample_slots(buffer: ReplayBuffer, key: jax.Array, batch_size: int
+                 ) -> tuple[jax.Array, jax.Array]:
+    """(env_index int32[B], column int32[B]): a uniform sample with replacement among the slots
+    that have a target.
 
     With no such slot yet, the sample is uniform over all slots (the caller should not train
     before `num_samples(buffer) > 0`; the trainer checks this).
@@ -113,10 +138,16 @@ def sample(buffer: ReplayBuffer, key: jax.Array, batch_size: int) -> Experience:
     logits = jnp.where(flat_ok, 0.0, -jnp.inf)
     logits = jnp.where(jnp.any(flat_ok), logits, jnp.zeros_like(logits))
     idx = jax.random.categorical(key, logits, shape=(batch_size,))
+    capacity = buffer.episode_id.shape[1]
+    return (idx // capacity).astype(jnp.int32), (idx % capacity).astype(jnp.int32)
+
+
+def sample(buffer: ReplayBuffer, key: jax.Array, batch_size: int) -> Experience:
+    """Uniform sample with replacement among the slots that have a target (`sample_slots`)."""
+    rows, cols = sample_slots(buffer, key, batch_size)
 
     def take(arr: Any) -> jax.Array:
-        flat = arr.reshape((-1,) + arr.shape[2:])
-        return flat[idx]
+        return arr[rows, cols]
 
     return Experience(
         observation=take(buffer.observation),
@@ -125,3 +156,22 @@ def sample(buffer: ReplayBuffer, key: jax.Array, batch_size: int) -> Experience:
         returns=take(buffer.returns),
         current_player=take(buffer.current_player),
     )
+
+
+def consecutive(buffer: ReplayBuffer, env_index: jax.Array, column: jax.Array,
+                length: int) -> tuple[jax.Array, jax.Array]:
+    """The `length` slots that follow slot `(env_index, column)` in its own game.
+
+    env_index, column: int32[B]. Returns (columns int32[B, length] = column + 0..length-1 modulo
+    the capacity, valid bool[B, length]): entry j is valid when that slot holds the position
+    j moves after the first one, in the same episode (not a later episode of the game, not an
+    older lap of the ring)."""
+    capacity = buffer.episode_id.shape[1]
+    offsets = jnp.arange(length, dtype=jnp.int32)
+    cols = (column[:, None] + offsets[None]) % capacity  # [B, length]
+    rows = env_index[:, None]
+    same_episode = buffer.episode_id[rows, cols] == buffer.episode_id[env_index, column][:, None]
+    in_order = buffer.written_at[rows, cols] == (
+        buffer.written_at[env_index, column][:, None] + offsets[None])
+    valid = buffer.written[rows, cols] & same_episode & in_order
+    return cols, valid

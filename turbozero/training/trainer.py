@@ -208,8 +208,10 @@ def train(
     num_steps: int,
     l2_reg_lambda: float = 0.0,
     shard_batch: Callable = lambda x: x,
+    sample_fn: Callable = replay.sample,
 ) -> tuple[TrainState, dict]:
-    """`num_steps` updates (lax.scan) on uniform samples.
+    """`num_steps` updates (lax.scan) on batches of `sample_fn(buffer, key, batch_size)`
+    (`Algorithm.sample`; default uniform single positions).
 
     Returns the metrics averaged over the steps that were applied, and `skipped_nonfinite`, the
     number of steps skipped for a non-finite loss or gradient. `l2_reg_lambda` is the in-loss L2
@@ -217,7 +219,7 @@ def train(
     """
 
     def one(ts, k):
-        exp = shard_batch(replay.sample(buffer, k, batch_size))
+        exp = shard_batch(sample_fn(buffer, k, batch_size))
         return train_step(ts, exp, loss_fn, l2_reg_lambda)
 
     train_state, metrics = jax.lax.scan(one, train_state, jax.random.split(key, num_steps))

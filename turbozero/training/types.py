@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 import jax
 from flax import struct
@@ -27,6 +27,13 @@ class Experience:
     legal_action_mask: jax.Array
     returns: jax.Array
     current_player: jax.Array
+
+
+class SelfPlayTargets(NamedTuple):
+    """What a self-play search hands the collector (`Algorithm.self_play`)."""
+
+    policy: jax.Array  # float32[B, A] (or [B, P, A] per player) policy target
+    search_values: jax.Array  # float32[B, P] the search's root value per seat
 
 
 class TrainState(train_state.TrainState):
