@@ -91,6 +91,9 @@ class Gomoku(Env):
     """The gomoku environment (see the module docstring)."""
 
     id = "gomoku"
+    # players move in rotation (seat 0, 1, 2, 0, ...) whatever happens: a learned model may
+    # advance the player to move without the rules (turbozero.training.muzero)
+    fixed_turn_order = True
 
     def __init__(self, size: int = 15, win_length: int = 5, num_players: int = 3,
                  view: Optional[int] = None, max_episode_steps: Optional[int] = None,
