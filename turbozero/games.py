@@ -18,6 +18,7 @@ from turbozero.chess_referees import (STOCKFISH_OPPONENT_INSTALL, material_polic
 from turbozero.networks import MLPNet, ResNet, TwoPlayerNet
 from turbozero.networks.value_formats import (
     FourWayValue,
+    MoverRelativeValues,
     SeatValues,
     ValueFormat,
     WDLValue,
@@ -52,6 +53,12 @@ def _pyrat_greedy(env: Env) -> Callable:
         return jax.vmap(env.greedy_actions)(states)
 
     return policy
+
+
+def _gomoku_extender(env: Env) -> Callable:
+    from envs._src.gomoku.extender import line_extender
+
+    return line_extender(env)
 
 
 def _gnubg_match(env, agent, variables, key, num_games, max_steps):
@@ -89,6 +96,12 @@ GAMES: dict[str, GameSpec] = {
     "pyrat": GameSpec("pyrat", SeatValues(2), "two_player", "two policies, the cheese each will collect",
                       (Opponent("greedy", "greedy = shortest path to the nearest cheese "
                                 "(envs.pyrat.greedy_actions)", policy=_pyrat_greedy),)),
+    # the MuZero set-up is 3-player (the spec's); MuZero builds its own model
+    # (turbozero.networks.muzero), the trunk serves AlphaZero on gomoku
+    "gomoku": GameSpec("gomoku", MoverRelativeValues(3), "resnet",
+                       "3 players, (me, next, prev) values, MuZero, docs/gomoku.md",
+                       (Opponent("greedy", "greedy = line extender (wins, blocks, else extends "
+                                 "its longest line)", policy=_gomoku_extender),)),
     "pgx/tic_tac_toe": GameSpec("pgx/tic_tac_toe", WDLValue(), "mlp", "small test game"),
     "pgx/connect_four": GameSpec("pgx/connect_four", WDLValue(), "mlp", "small test game"),
 }

@@ -70,6 +70,10 @@ def evaluation_search(search_config: Any) -> Any:
 class Algorithm(abc.ABC):
     """What the Trainer needs; built from the env, the network's apply and its value format."""
 
+    # the network's name in a run's identity when the algorithm builds its own (None: the
+    # game's trunk)
+    network_name: Optional[str] = None
+
     def __init__(self, env: Env, apply_fn: Callable, value_format: ValueFormat,
                  search_config: Any, eval_search_config: Optional[Any] = None):
         self.check_env(env)

@@ -143,7 +143,8 @@ class Trainer:
         if run_dir is not None:
             identity = {
                 "game": config.game,
-                "network": {"trunk": self.spec.trunk, "value_format": self.spec.value_format.name,
+                "network": {"trunk": self.algorithm.network_name or self.spec.trunk,
+                            "value_format": self.spec.value_format.name,
                             **{k: list(v) if isinstance(v, tuple) else v for k, v in dict(config.network).items()}},
                 # the whole config, so that `turbozero eval` / `--resume` work on any run dir
                 "config": config_to_json(config),

@@ -185,6 +185,8 @@ def muzero_loss(params, train_state, batch: MuZeroBatch, l2_reg_lambda: float = 
 class MuZero(Algorithm):
     """MuZero (Gumbel root) on a learned model with one value per player."""
 
+    network_name = "muzero"
+
     def __init__(self, env, apply_fn, value_format, search_config, eval_search_config=None):
         if not isinstance(value_format, MoverRelativeValues):
             raise ValueError("MuZero's heads are mover-relative: the game's value format must be "
