@@ -185,13 +185,15 @@ def _eval(args: argparse.Namespace) -> int:
     from turbozero.training import Trainer
 
     from turbozero.training.checkpoints import load_checkpoint
-    from turbozero.training.run_config import load_run_config, with_overrides
+    from turbozero.training.run_config import load_run_config, parse_overrides, with_overrides
 
     # any run directory: made by `turbozero train` or by `Trainer(config, run_dir)` in Python
     config = load_run_config(args.run_dir)
     check_opponents(config.game, [args.opponent])
     if args.games is not None:
         config = with_overrides(config, {"eval_games": args.games})
+    if args.set:  # e.g. a larger evaluation search; only this evaluation sees it
+        config = with_overrides(config, parse_overrides(config, args.set))
     trainer = Trainer(config)  # no run directory: evaluating reads the run, never writes it
     trainer.state, _ = load_checkpoint(args.run_dir, trainer.state)
     result = trainer.evaluate(args.opponent)
@@ -242,6 +244,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="random, greedy, or an opponent the game registers (gnubg for "
                         "backgammon, an optional extra); checked against the run's game")
     e.add_argument("--games", type=int, default=None)
+    e.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="override a field of the run's config for this evaluation only, e.g. "
+                        "eval_search.num_simulations=512 (the run directory is not changed)")
     e.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     e.set_defaults(func=_eval)
     p = sub.add_parser("presets", help="list the presets of a game: sizes and times")
