@@ -174,14 +174,15 @@ def test_cli_train_and_eval(tmp_path):
     result = json.loads(ev.stdout.strip().splitlines()[-1])
     assert result["iteration"] == 2 and 0.0 <= result["win_rate"] <= 1.0
     assert result["wins"] + result["draws"] + result["losses"] == result["finished"] == 4
-    # --set changes this evaluation only: two moves end no game of tic-tac-toe
+    # --set changes this evaluation only: two moves end no game of tic-tac-toe; evaluation
+    # reads only the network, so another replay layout (here: capacity) still restores
     short = subprocess.run([sys.executable, "-m", "turbozero.cli", "eval", run_dir, "--games", "4",
-                            "--json", "--set", "max_eval_steps=2"],
+                            "--json", "--set", "max_eval_steps=2", "--set", "replay_capacity=5"],
                            capture_output=True, text=True, timeout=600, cwd=root,
                            env=_subprocess_env())
     assert short.returncode == 0, short.stderr[-3000:]
     result = json.loads(short.stdout.strip().splitlines()[-1])
-    assert result["finished"] == 0 and result["unfinished"] == 4
+    assert result["finished"] == 0 and result["unfinished"] == 4 and result["iteration"] == 2
     bad = subprocess.run([sys.executable, "-m", "turbozero.cli", "train", "go"],
                          capture_output=True, text=True, timeout=600, cwd=root, env=_subprocess_env())
     assert bad.returncode == 2 and "error" in bad.stderr

@@ -184,7 +184,7 @@ def tqdm_write(msg: str) -> None:
 def _eval(args: argparse.Namespace) -> int:
     from turbozero.training import Trainer
 
-    from turbozero.training.checkpoints import load_checkpoint
+    from turbozero.training.checkpoints import load_checkpoint, restore_network
     from turbozero.training.run_config import load_run_config, parse_overrides, with_overrides
 
     # any run directory: made by `turbozero train` or by `Trainer(config, run_dir)` in Python
@@ -195,7 +195,8 @@ def _eval(args: argparse.Namespace) -> int:
     if args.set:  # e.g. a larger evaluation search; only this evaluation sees it
         config = with_overrides(config, parse_overrides(config, args.set))
     trainer = Trainer(config)  # no run directory: evaluating reads the run, never writes it
-    trainer.state, _ = load_checkpoint(args.run_dir, trainer.state)
+    # the network only: a run saved by another version (other replay fields) still evaluates
+    trainer.state, _ = load_checkpoint(args.run_dir, trainer.state, restore_network)
     result = trainer.evaluate(args.opponent)
     iteration = int(trainer.state.iteration)
     if args.json:

@@ -158,17 +158,38 @@ def _stderr_held_back() -> Iterator[list[bool]]:
                     sys.stderr.write(text)
 
 
-def restore_intact(manager: ocp.CheckpointManager, directory: str, like: Any
+def restore_network(manager: ocp.CheckpointManager, step: int, like: Any) -> Any:
+    """Only what an evaluation needs (the network's variables and the iteration) out of a loop
+    state checkpoint: orbax's partial restore, so a checkpoint whose replay or collector layout
+    differs from `like`'s (another library version) still evaluates."""
+    ts = like.train_state
+    item = {"train_state": {"params": ts.params}, "iteration": like.iteration}
+    if ts.batch_stats is not None:
+        item["train_state"]["batch_stats"] = ts.batch_stats
+    abstract = jax.tree_util.tree_map(ocp.utils.to_shape_dtype_struct, item)
+    out = manager.restore(step, args=ocp.args.PyTreeRestore(
+        item=abstract, restore_args=ocp.checkpoint_utils.construct_restore_args(abstract),
+        partial_restore=True))
+    restored = out["train_state"]
+    return like.replace(
+        train_state=ts.replace(params=restored["params"],
+                               batch_stats=restored.get("batch_stats", ts.batch_stats)),
+        iteration=out["iteration"])
+
+
+def restore_intact(manager: ocp.CheckpointManager, directory: str, like: Any,
+                   restore: Any = _restore_step,
                    ) -> tuple[Optional[Any], Optional[int], dict[int, str]]:
     """(state, step, damaged): the newest step of `manager` that restores into the structure
     (and shardings) of `like`, trying older ones when a step is damaged; `damaged` maps each
     skipped step to its reason. (None, None, {}) when there is no checkpoint at all; a
-    ValueError listing the reasons when there are steps but none is intact."""
+    ValueError listing the reasons when there are steps but none is intact. `restore(manager,
+    step, like)` reads one step (default: the whole loop state)."""
     damaged: dict[int, str] = {}
     with _stderr_held_back() as drop:
         for step in sorted(manager.all_steps(), reverse=True):
             try:
-                return _restore_step(manager, step, like), step, damaged
+                return restore(manager, step, like), step, damaged
             except Exception as err:  # noqa: BLE001 - any failure to read a step is damage
                 damaged[step] = _reason(err)
                 drop[0] = True
@@ -179,15 +200,18 @@ def restore_intact(manager: ocp.CheckpointManager, directory: str, like: Any
     return None, None, damaged
 
 
-def load_checkpoint(run_path: str, like: Any) -> tuple[Any, int]:
+def load_checkpoint(run_path: str, like: Any, restore: Any = None) -> tuple[Any, int]:
     """Restore the newest intact checkpoint of a run directory, reading only (for
-    `turbozero eval`): damaged steps are warned about and left where they are."""
+    `turbozero eval`): damaged steps are warned about and left where they are. `restore`
+    reads one step (default: the whole loop state; `restore_network`: only the network's
+    variables and the iteration, into `like`)."""
     directory = os.path.join(os.path.abspath(run_path), "checkpoints")  # orbax wants absolute
     if not os.path.isdir(directory):
         raise ValueError(f"no checkpoint in {run_path}")
     manager = _manager(directory, write=False)
     try:
-        state, step, damaged = restore_intact(manager, directory, like)
+        state, step, damaged = restore_intact(manager, directory, like,
+                                              _restore_step if restore is None else restore)
     finally:
         manager.close()
     for bad, reason in damaged.items():
