@@ -120,9 +120,8 @@ def test_hidden_states_are_min_max_scaled_per_sample(setup):
 
 def test_normalize_hidden_against_numpy_and_its_zero_range_guard():
     rng = np.random.default_rng(3)
-    x = rng.normal(size=(3, 4, 4, 2)).astype(np.float32) * np.array([1.0, 10.0, 1e-3])[:, None,
-                                                                                       None, None]
-    x = x.astype(np.float32)
+    scales = np.array([1.0, 10.0, 1e-3]).reshape(3, 1, 1, 1)  # one per sample
+    x = (rng.normal(size=(3, 4, 4, 2)) * scales).astype(np.float32)
     flat = x.reshape(3, -1)
     want = (flat - flat.min(1, keepdims=True)) / (flat.max(1, keepdims=True)
                                                    - flat.min(1, keepdims=True))
@@ -285,6 +284,7 @@ def test_jitted_methods_match_eager_ones_and_accept_train_false(setup):
     (dict(num_actions=24), "num_actions"),
     (dict(num_players=1), "num_players"),
     (dict(hidden_shape=(5,)), "hidden_shape"),
+    (dict(hidden_shape=[5, 5]), "hidden_shape"),
     (dict(hidden_shape=(0, 5), num_actions=0), "hidden_shape"),
     (dict(channels=0), "channels"),
     (dict(representation_blocks=-1), "representation_blocks"),

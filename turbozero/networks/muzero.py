@@ -95,7 +95,7 @@ class _PlaneHead(nn.Module):
         return ValueHead(self.value_format, hidden=self.hidden, name="mlp")(y)
 
 
-def _check_positive(name: str, value: Any, minimum: int) -> None:
+def _check_integer(name: str, value: Any, minimum: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(f"MuZeroNet: {name} must be an integer >= {minimum}, got {value!r}")
 
@@ -130,23 +130,23 @@ class MuZeroNet(nn.Module):
 
     def __post_init__(self) -> None:
         shape = self.hidden_shape
-        if (not isinstance(shape, (tuple, list)) or len(shape) != 2
+        if (not isinstance(shape, tuple) or len(shape) != 2
                 or any(isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in shape)):
-            raise ValueError(f"MuZeroNet: hidden_shape must be (H, W) with positive integers, "
+            raise ValueError(f"MuZeroNet: hidden_shape must be a tuple (H, W) of positive integers, "
                              f"got {shape!r}")
-        _check_positive("num_actions", self.num_actions, 1)
+        _check_integer("num_actions", self.num_actions, 1)
         if self.num_actions != shape[0] * shape[1]:
             raise ValueError(f"MuZeroNet: num_actions must be H * W = {shape[0] * shape[1]} "
                              f"(an action is a cell of the {shape[0]}x{shape[1]} hidden plane), "
                              f"got {self.num_actions}")
-        _check_positive("num_players", self.num_players, 2)
-        _check_positive("channels", self.channels, 1)
-        _check_positive("representation_blocks", self.representation_blocks, 0)
-        _check_positive("dynamics_blocks", self.dynamics_blocks, 0)
-        _check_positive("prediction_blocks", self.prediction_blocks, 0)
-        _check_positive("projection_dim", self.projection_dim, 1)
-        _check_positive("head_hidden", self.head_hidden, 1)
-        _check_positive("projection_channels", self.projection_channels, 1)
+        _check_integer("num_players", self.num_players, 2)
+        _check_integer("channels", self.channels, 1)
+        _check_integer("representation_blocks", self.representation_blocks, 0)
+        _check_integer("dynamics_blocks", self.dynamics_blocks, 0)
+        _check_integer("prediction_blocks", self.prediction_blocks, 0)
+        _check_integer("projection_dim", self.projection_dim, 1)
+        _check_integer("head_hidden", self.head_hidden, 1)
+        _check_integer("projection_channels", self.projection_channels, 1)
         super().__post_init__()
 
     def setup(self) -> None:
