@@ -242,5 +242,6 @@ def test_beats_uniform_random_in_every_seat(num_players):
                                          k, games, 81))
     counts = {k: int(v) for k, v in match(jax.random.PRNGKey(11)).items()}
     assert counts["finished"] == games
-    # measured: 96/96 first places with 2 and with 3 players (chance: 1/2, 1/3)
+    # measured: 96/96 first places with 2 and with 3 players here, 256/256 at two seeds each
+    # (chance: 1/2, 1/3); 0.9 leaves room for a change of strategy, none for random play
     assert counts["wins"] / games >= 0.9, counts

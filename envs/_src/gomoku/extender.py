@@ -40,7 +40,13 @@ from envs.sampling import uniform_legal_action
 
 Array = jax.Array
 
-DEFAULT_BLOCK_WEIGHT = 0.5  # an opponent line counts half as much as an own line of that length
+# An opponent's line counts 3/4 of an own line of that length. Scores are own + w * opponent
+# over integer lengths, so only where w falls between the fractions k / (k + 1) matters: any w
+# in (2/3, 1) ranks cells alike for win_length <= 5 (an own line one longer beats an opponent
+# line one longer, not two longer). Measured, 2 players, 256 games, every seat
+# (docs/gomoku.md): 0.75 won 164 against 0.5 on 15x15/5 and 122 on 9x9/4; 0.5 won 143 of 192
+# against 0 (no blocking) on 15x15/5.
+DEFAULT_BLOCK_WEIGHT = 0.75
 
 
 def line_lengths(board: Array, centre: Array, player: Array, num_players: int, view: int,
