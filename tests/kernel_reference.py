@@ -21,8 +21,8 @@ from turbozero.search.tree import NO_PARENT
 
 
 @functools.partial(jax.jit, static_argnums=(0, 4))
-def _kernel(model, params, states, key, config):
-    return tree_search(model, params, states, key, config)
+def _kernel(model, params, states, key, config, risk=None):
+    return tree_search(model, params, states, key, config, risk_beta=risk)
 
 
 def _row(tree_like, i):
@@ -63,8 +63,10 @@ class _Node:
         return self.discount ** 2 * max(self.sq_sum[mover] / self.visits - m * m, 0.0)
 
 
-def _spec_scores(node, sel):
+def _spec_scores(node, sel, beta=None):
+    """`beta`: the risk beta of the mover (per-seat risk); None: the selection's."""
     m = node.player
+    beta = sel.risk_beta if beta is None else beta
     pv = node.value_sum[m] / node.visits
     out = []
     for _, prior, ch in node.children:
@@ -72,10 +74,10 @@ def _spec_scores(node, sel):
         vl = ch.vl if ch else 0
         if n > 0:
             q = ch.q(m)
-            if sel.risk_beta:
-                q = q + sel.risk_beta / 2 * ch.var(m)
+            if beta:
+                q = q + beta / 2 * ch.var(m)
             q = (n * q + vl * pv) / (n + vl)
-            if sel.risk_beta:
+            if beta:
                 q = min(max(q, sel.q_bounds[0]), sel.q_bounds[1])
         elif vl > 0:
             q = pv
@@ -156,8 +158,9 @@ def _model_step(model, params, embedding, action):
     return model.step(params, jax.random.PRNGKey(0), embedding, action)
 
 
-def reference_search(model, root_input, config, gumbel=None, params=None):
-    """One game (batch of one) searched in plain Python; returns the root node."""
+def reference_search(model, root_input, config, gumbel=None, params=None, risk=None):
+    """One game (batch of one) searched in plain Python; returns the root node. `risk`: the
+    risk beta of each seat (None: the selection's for all)."""
     emb, out = _model_root(model, params, root_input)
     root = _Node(None, None, np.zeros(model.num_players), out, emb)
     root.visits, root.value_sum, root.sq_sum = 1, root.raw.copy(), root.raw ** 2
@@ -174,7 +177,8 @@ def reference_search(model, root_input, config, gumbel=None, params=None):
                 if node is root and isinstance(config.root, GumbelRoot):
                     scores = _gumbel_scores(root, config.root, gumbel, sims)
                 elif isinstance(sel, SpecPUCT):
-                    scores = _spec_scores(node, sel)
+                    scores = _spec_scores(node, sel,
+                                          None if risk is None else float(risk[node.player]))
                 else:
                     scores = _mctx_scores(node, sel)
                 slot = _argmax(scores)
@@ -239,10 +243,11 @@ def _kernel_tree(tree, b):
     return out
 
 
-def check_against_reference(model, states, config, key=jax.random.PRNGKey(5), params=None):
+def check_against_reference(model, states, config, key=jax.random.PRNGKey(5), params=None,
+                            risk=None):
     """The kernel's tree, root visits and root values equal the reference's on every game of
-    the batch `states`."""
-    result, tree = _kernel(model, params, states, key, config)
+    the batch `states` (`risk`: float32[B, P] per-seat risk betas, or None)."""
+    result, tree = _kernel(model, params, states, key, config, risk)
     gumbel = None
     if isinstance(config.root, GumbelRoot):
         k_noise = jax.random.split(key, 3)[0]  # the kernel's key for the root policy
@@ -250,7 +255,8 @@ def check_against_reference(model, states, config, key=jax.random.PRNGKey(5), pa
             k_noise, tree.children_prior[:, 0].shape))
     for b in range(jax.tree_util.tree_leaves(states)[0].shape[0]):
         root = reference_search(model, _row(states, b), config,
-                                None if gumbel is None else gumbel[b], params)
+                                None if gumbel is None else gumbel[b], params,
+                                None if risk is None else np.asarray(risk[b]))
         assert _kernel_tree(tree, b) == _reference_tree(root), f"game {b}"
         vis = {a: ch.visits for a, _, ch in root.children if ch is not None}
         got = np.asarray(result.root_visits[b])

@@ -460,3 +460,32 @@ def test_mctx_formulas_give_mctx_trees_on_pacosako_chains():
     movers = [int(x.current_player) for x in picked]
     assert movers == [0, 0, 1, 1]  # each pair: a lift, then the same player's place
     _check_against_mctx(env, evaluator, _stack(picked), 48)
+
+
+# ------------------------------------------------------------------ per-seat risk (issue 19)
+def test_per_seat_risk_betas_follow_the_reference_and_equal_the_static_beta():
+    """`tree_search(risk_beta=[B, P])`: each seat selects with its own beta. Equal betas give
+    the tree of the selection's static beta; unequal ones (one side risk-seeking, the other
+    averse, 3 players too) give the plain-Python reference's tree."""
+    import dataclasses as dc
+
+    base = TreeSearchConfig(num_simulations=60, leaves_per_step=3, root=QUIET,
+                            selection=SpecPUCT(fpu_base=0.2))
+    static = dc.replace(base, selection=SpecPUCT(fpu_base=0.2, risk_beta=0.8))
+    same = jnp.full((2, 3), 0.8)
+    r_static, t_static = check_against_reference(THREE, THREE_ROOTS, static)
+    r_same, t_same = check_against_reference(THREE, THREE_ROOTS, base, risk=same)
+    for b in range(2):
+        assert _kernel_tree(t_same, b) == _kernel_tree(t_static, b)
+    np.testing.assert_allclose(np.asarray(r_same.risk_value), np.asarray(r_static.risk_value),
+                               rtol=1e-6)
+    mixed = jnp.array([[1.5, -1.0, 0.0], [-0.7, 0.0, 2.0]])
+    r_mixed, t_mixed = check_against_reference(THREE, THREE_ROOTS, base, risk=mixed)
+    assert any(_kernel_tree(t_mixed, b) != _kernel_tree(t_same, b) for b in range(2))
+    # the root's soft value uses the root mover's beta (seat 0 here: 1.5 and -0.7)
+    assert np.all(np.asarray(r_mixed.risk_value) != 0.0)
+    zero = check_against_reference(THREE, THREE_ROOTS, base, risk=jnp.zeros((2, 3)))[0]
+    np.testing.assert_array_equal(np.asarray(zero.risk_value), 0.0)
+    with pytest.raises(ValueError, match="risk_beta must be"):
+        tree_search(THREE, None, THREE_ROOTS, jax.random.PRNGKey(0), base,
+                    risk_beta=jnp.zeros((2, 2)))

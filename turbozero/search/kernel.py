@@ -146,14 +146,16 @@ def _write_nodes(
 
 
 def _select_leaves(
-    tree: Tree, active: jax.Array, extra: RootExtra, config: TreeSearchConfig
+    tree: Tree, active: jax.Array, extra: RootExtra, config: TreeSearchConfig,
+    risk: Optional[jax.Array] = None,
 ) -> tuple[Tree, jax.Array, jax.Array, jax.Array, jax.Array]:
     """Select L leaves in one tree (unbatched, embedding-less), one after the other.
 
     Returns (tree with the new nodes allocated and virtual loss on the paths, leaf int32[L],
     parent int32[L], action int32[L], new bool[L]). A walk ends at a terminal node, at a node
     whose evaluation is pending (allocated earlier in this step: the leaf is evaluated once and
-    backed up once per walk), or by allocating the child of an unexpanded slot."""
+    backed up once per walk), or by allocating the child of an unexpanded slot. `risk`:
+    float32[P] the risk beta of each seat in this game (None: the selection's own beta)."""
     sel, root = config.selection, config.root
     n_sims = config.num_simulations
 
@@ -170,10 +172,11 @@ def _select_leaves(
             stats = node_stats(tv, node, config.discount)
             mover = tv.player[node]
             at_root = node == ROOT_INDEX
+            beta = None if risk is None else risk[mover]
             scores = jnp.where(
                 at_root,
-                root.scores(sel, stats, extra, tv.raw_value[node, mover], n_sims),
-                sel.scores(stats))
+                root.scores(sel, stats, extra, tv.raw_value[node, mover], n_sims, beta),
+                sel.scores(stats, beta))
             slot = masked_argmax(scores, stats.valid)
             stop = tv.terminal[node] | (tv.node_visits[node] == 0) | ~jnp.any(stats.valid)
             child = tv.children_index[node, slot]
@@ -232,7 +235,7 @@ def init_tree(model, params, root_input: Any, config: TreeSearchConfig) -> Tree:
 
 
 def _simulate(model, params, tree: Tree, key: jax.Array, extra: RootExtra,
-              config: TreeSearchConfig) -> _Loop:
+              config: TreeSearchConfig, risk: Optional[jax.Array] = None) -> _Loop:
     num_l = config.leaves_per_step
     steps = -(-config.num_simulations // num_l)
     b = tree.batch_size
@@ -243,8 +246,8 @@ def _simulate(model, params, tree: Tree, key: jax.Array, extra: RootExtra,
         active = i * num_l + jnp.arange(num_l) < config.num_simulations  # [L]
         embedding = loop.tree.embedding
         bare, leaves, parents, actions, new = jax.vmap(
-            _select_leaves, in_axes=(0, None, 0, None))(
-                _without_embedding(loop.tree), active, extra, config)  # [B, L] each
+            _select_leaves, in_axes=(0, None, 0, None, None if risk is None else 0))(
+                _without_embedding(loop.tree), active, extra, config, risk)  # [B, L] each
         parent_emb = jax.tree_util.tree_map(
             lambda x: x[rows, parents].reshape((b * num_l,) + x.shape[2:]), embedding)
         child_emb, reward, out = model.step(params, k_step, parent_emb, actions.reshape(-1))
@@ -263,17 +266,21 @@ def _root_stats(tree: Tree, discount: float = 1.0):
         _without_embedding(tree))
 
 
-def _risk_value(stats, beta: float, bounds) -> jax.Array:
+def _risk_value(stats, beta, bounds) -> jax.Array:
     """float32[B] (docs/search.md): max_q + log(sum_a exp(beta (Q_risk_a - max_q))) / beta over the
-    visited root children; 0 when beta is 0 (the spec's stored soft value)."""
-    if beta == 0.0:
+    visited root children; 0 where beta is 0 (the spec's stored soft value). beta: a float or
+    float32[B] (the root mover's beta of each game)."""
+    if isinstance(beta, float) and beta == 0.0:
         return jnp.zeros(stats.q_mean.shape[:1], jnp.float32)
+    beta = jnp.broadcast_to(jnp.asarray(beta, jnp.float32), stats.q_mean.shape[:1])[:, None]
+    safe = jnp.where(beta != 0.0, beta, 1.0)
     visited = stats.visits > 0
     q = jnp.clip(stats.q_mean + 0.5 * beta * stats.q_var, *bounds)
     max_q = jnp.max(jnp.where(visited, q, -jnp.inf), axis=-1, keepdims=True)
     max_q = jnp.where(jnp.isfinite(max_q), max_q, 0.0)
-    s = jnp.sum(jnp.where(visited, jnp.exp(beta * (q - max_q)), 0.0), axis=-1)
-    return jnp.where(s > 0, max_q[:, 0] + jnp.log(jnp.maximum(s, 1e-30)) / beta, 0.0)
+    s = jnp.sum(jnp.where(visited, jnp.exp(safe * (q - max_q)), 0.0), axis=-1)
+    value = max_q[:, 0] + jnp.log(jnp.maximum(s, 1e-30)) / safe[:, 0]
+    return jnp.where((s > 0) & (beta[:, 0] != 0.0), value, 0.0)
 
 
 def _act(tree: Tree, extra: RootExtra, config: TreeSearchConfig, key: jax.Array,
@@ -302,6 +309,7 @@ def _act(tree: Tree, extra: RootExtra, config: TreeSearchConfig, key: jax.Array,
 def tree_search(
     model, params, root_input: Any, key: jax.Array, config: TreeSearchConfig,
     temperature: Optional[jax.Array] = None, tree: Optional[Tree] = None,
+    risk_beta: Optional[jax.Array] = None,
 ) -> tuple[TreeSearchResult, Tree]:
     """Search `model` from a batch of roots; pure and jittable (model, config static).
 
@@ -311,6 +319,9 @@ def tree_search(
         each row's root must be the state of `root_input`; rows left empty (`next_node == 0`)
         start from `root_input`'s fresh evaluation. `config.num_simulations` more
         simulations are run on each.
+    risk_beta: float32[B, P] the entropic-risk beta of each seat in each game (per-game
+        asymmetric risk, docs/search.md); None takes `config.selection.risk_beta` for all.
+        Used by `SpecPUCT` selection and the root's risk value.
     Returns (result, tree); the tree is for `reuse_subtree` and inspection.
     """
     k_noise, k_loop, k_act = jax.random.split(key, 3)
@@ -332,7 +343,12 @@ def tree_search(
     prior, extra = config.root.prepare(k_noise, tree.children_prior[:, ROOT_INDEX], valid,
                                        config.num_simulations)
     tree = tree._replace(children_prior=tree.children_prior.at[:, ROOT_INDEX].set(prior))
-    tree = _simulate(model, params, tree, k_loop, extra, config).tree
+    if risk_beta is not None:
+        risk_beta = jnp.asarray(risk_beta, jnp.float32)
+        if risk_beta.shape != (b, model.num_players):
+            raise ValueError(f"risk_beta must be float32[{b}, {model.num_players}] (one beta per "
+                             f"game and seat), got shape {risk_beta.shape}")
+    tree = _simulate(model, params, tree, k_loop, extra, config, risk_beta).tree
 
     if temperature is None:
         temperature = jnp.full((b,), config.temperature, jnp.float32)
@@ -349,6 +365,8 @@ def tree_search(
     root_values = tree.value_sum[:, ROOT_INDEX] / tree.node_visits[:, ROOT_INDEX, None]
     mover = tree.player[:, ROOT_INDEX]
     beta = getattr(config.selection, "risk_beta", 0.0)
+    if risk_beta is not None:
+        beta = jnp.take_along_axis(risk_beta, tree.player[:, ROOT_INDEX, None], 1)[:, 0]
     bounds = getattr(config.selection, "q_bounds", (-1.0, 1.0))
     used = jnp.arange(tree.num_nodes)[None] < tree.next_node[:, None]
     result = TreeSearchResult(

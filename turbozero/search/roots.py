@@ -71,10 +71,10 @@ class PUCTRoot:
         return prior, RootExtra(gumbel=jnp.zeros_like(prior), logits=_log_prior(prior, valid))
 
     def scores(self, selection, stats: NodeStats, extra: RootExtra, raw_value,
-               num_simulations: int) -> jax.Array:
+               num_simulations: int, risk_beta=None) -> jax.Array:
         """float32[K] root scores of one tree (unbatched `extra`): the interior formula."""
         del extra, raw_value, num_simulations
-        return selection.scores(stats)
+        return selection.scores(stats, risk_beta)
 
 
 def considered_visits_schedule(max_considered: int, num_simulations: int) -> tuple[int, ...]:
@@ -142,12 +142,13 @@ class GumbelRoot:
         return (self.c_visit + stats.visits.max()) * self.c_scale * q
 
     def scores(self, selection, stats: NodeStats, extra: RootExtra, raw_value,
-               num_simulations: int) -> jax.Array:
-        """float32[K] root scores of one tree: the best considered child of sequential halving.
+               num_simulations: int, risk_beta=None) -> jax.Array:
+        """float32[K] root scores of one tree: the best considered child of sequential halving
+        (`risk_beta` is for the interior's selection; the Gumbel root does not use it).
 
         Children in flight (virtual loss, L > 1) count as visited, so the leaves of one step
         follow the schedule as L sequential simulations would."""
-        del selection
+        del selection, risk_beta
         table = jnp.asarray(self.table(num_simulations))  # [m + 1, S]
         visits_now = stats.visits + stats.virtual_loss  # [K]
         sim = jnp.minimum(visits_now.sum(), num_simulations - 1)

@@ -94,15 +94,23 @@ class SpecPUCT:
         if not self.q_bounds[0] < self.q_bounds[1]:
             raise ValueError(f"q_bounds must be (low, high) with low < high, got {self.q_bounds}")
 
-    def scores(self, s: NodeStats) -> jax.Array:
-        """float32[K] PUCT scores (padding slots are masked by the caller)."""
+    def scores(self, s: NodeStats, risk_beta=None) -> jax.Array:
+        """float32[K] PUCT scores (padding slots are masked by the caller).
+
+        risk_beta: float32[] beta of the player to move, given per search (per-game asymmetric
+        risk, docs/search.md); None uses `self.risk_beta`. A traced beta of 0 gives exactly the
+        beta-0 scores (0 * var adds nothing, and the clamp applies only where beta != 0)."""
         n = s.visits.astype(jnp.float32)
         vl = s.virtual_loss.astype(jnp.float32)
         q = s.q_mean
-        if self.risk_beta != 0.0:
+        if risk_beta is not None:
+            q = q + 0.5 * risk_beta * s.q_var
+        elif self.risk_beta != 0.0:
             q = q + 0.5 * self.risk_beta * s.q_var
         q_vl = (n * q + vl * s.parent_value) / jnp.maximum(n + vl, 1.0)
-        if self.risk_beta != 0.0:
+        if risk_beta is not None:
+            q_vl = jnp.where(risk_beta != 0.0, jnp.clip(q_vl, *self.q_bounds), q_vl)
+        elif self.risk_beta != 0.0:
             q_vl = jnp.clip(q_vl, *self.q_bounds)
         fpu = s.parent_value - self.fpu_base * (1.0 - s.prior)
         q_sel = jnp.where(s.visits > 0, q_vl, jnp.where(vl > 0, s.parent_value, fpu))
@@ -130,7 +138,8 @@ class MctxPUCT:
         if not self.pb_c_base > 0:
             raise ValueError(f"pb_c_base must be > 0, got {self.pb_c_base}")
 
-    def scores(self, s: NodeStats) -> jax.Array:
+    def scores(self, s: NodeStats, risk_beta=None) -> jax.Array:
+        del risk_beta  # mctx's formula has no risk term
         visited = s.visits > 0
         safe_q = jnp.where(visited, s.q_mean, s.parent_value)
         lo = jnp.minimum(s.parent_value, jnp.min(safe_q))
