@@ -215,8 +215,9 @@ def test_never_chooses_an_illegal_action(cfg):
     live = ~np.asarray(seen.terminated | seen.truncated)  # [40, B]
     mask = np.asarray(seen.legal_action_mask)  # [40, B, V * V]
     legal = np.take_along_axis(mask, actions[..., None], axis=-1)[..., 0]
-    assert live.sum() > 300
+    assert live.sum() > 300 and (~live).sum() > 0  # ended games are in the batch too
     assert legal[live].all()
+    assert ((actions >= 0) & (actions < mask.shape[-1])).all()  # ended games: an action id
 
 
 def test_ties_are_broken_at_random():
