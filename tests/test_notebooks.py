@@ -68,3 +68,13 @@ def test_pacosako_notebook():
     assert "expansion == observation: True" in text
     assert "in hand:" in text and "legal: ['place" in text
     assert _images(outputs) >= 1, "the tensor layers were not drawn"
+
+
+def test_gomoku3_notebook():
+    outputs = run_notebook("gomoku3.ipynb", TURBOZERO_NOTEBOOK_ITERATIONS="2")
+    text = _text(outputs)
+    assert "root values per seat" in text and "top moves of the improved policy" in text
+    assert "iteration 2: first place in" in text  # the evaluation after training
+    assert "improved policy on the two winning cells" in text
+    assert sum("image/svg+xml" in o.get("data", {}) for o in outputs) == 1  # the 100x100 board
+    assert _images(outputs) >= 4  # planes, search heatmaps, curves, trained policy
