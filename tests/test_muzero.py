@@ -281,7 +281,7 @@ def _tiny_trainer(run_dir=None, **overrides):
                search=MuZeroConfig(search=TreeSearchConfig(
                    num_simulations=6, root=GumbelRoot(max_considered=4), selection=MctxPUCT()),
                    unroll_steps=2, td_steps=3),
-               max_eval_steps=25, eval_opponents=("random",))
+               max_eval_steps=25, eval_opponents=())
     cfg.update(overrides)
     return Trainer(get_preset("gomoku", "tiny", **cfg), run_dir)
 

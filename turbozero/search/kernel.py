@@ -396,16 +396,18 @@ def _check_children_bound(states, k: int) -> None:
 
 
 def search_env(env, evaluator, variables, states, key: jax.Array,
-               config: TreeSearchConfig) -> TreeSearchResult:
+               config: TreeSearchConfig, risk_beta: Optional[jax.Array] = None
+               ) -> TreeSearchResult:
     """`turbozero.search.search` on the kernel: the true dynamics of `env` (`EnvModel`).
 
     With `config.temperature_moves` set, games whose `step_count` is below it act with
-    `config.temperature` and the others take the most visited action (docs/training.md)."""
+    `config.temperature` and the others take the most visited action (docs/training.md).
+    `risk_beta`: float32[B, P] per-seat betas (`tree_search`)."""
     model = EnvModel(env, evaluator)
     _check_children_bound(states, config.children_bound(model))
     temperature = jnp.full(states.step_count.shape, config.temperature, jnp.float32)
     if config.temperature_moves is not None:
         temperature = jnp.where(states.step_count < config.temperature_moves, temperature, 0.0)
     result, _ = tree_search(model, variables, states, key, config,
-                            temperature=temperature)
+                            temperature=temperature, risk_beta=risk_beta)
     return result

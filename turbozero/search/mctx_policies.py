@@ -281,17 +281,22 @@ def search(
     states: State,
     key: jax.Array,
     config: SearchConfig,
+    risk_beta: Optional[jax.Array] = None,
 ) -> SearchOutput:
     """Search from a batch of decision states (leading axis B) and propose actions.
 
     Pure and jittable (close over `env`, `evaluator` and `config`, which are static).
     A `TreeSearchConfig` runs the library's own tree kernel (`turbozero.search.kernel`, which
     returns a `TreeSearchResult`, a `SearchOutput` with more fields); a `SearchConfig` runs mctx.
+    `risk_beta` (float32[B, P], each seat's entropic-risk beta) needs the kernel.
     """
     from turbozero.search.kernel import TreeSearchConfig, search_env  # kernel imports this module
 
     if isinstance(config, TreeSearchConfig):
-        return search_env(env, evaluator, variables, states, key, config)
+        return search_env(env, evaluator, variables, states, key, config, risk_beta)
+    if risk_beta is not None:
+        raise ValueError("per-seat risk betas need the tree kernel (a TreeSearchConfig with "
+                         "SpecPUCT selection); mctx has no risk term")
     if env.is_simultaneous:
         raise ValueError(
             f"{env.id} is a simultaneous-move game: use turbozero.search.mcgs, not mctx"

@@ -29,6 +29,7 @@ import jax
 from envs.core import Env, State
 from turbozero.networks.value_formats import ValueFormat
 from turbozero.search.kernel import TreeSearchConfig
+from turbozero.search.selection import SpecPUCT
 from turbozero.search.mcgs import MCGSConfig, mcgs_search, network_eval_fn
 from turbozero.search.mctx_policies import (
     NetworkEvaluator,
@@ -104,10 +105,21 @@ class Algorithm(abc.ABC):
         """Policy targets of a batch of states: float32[B, A] (or [B, P, A] per player). The
         collector picks the move from them through the temperature schedule."""
 
-    def self_play(self, variables: Any, states: State, key: jax.Array):
+    def self_play(self, variables: Any, states: State, key: jax.Array,
+                  risk_beta: Optional[jax.Array] = None):
         """What the collector stores per position: the policy targets, or `SelfPlayTargets`
-        (policy and the search's root value per seat) for algorithms that bootstrap from it."""
+        (policy and the search's root value per seat) for algorithms that bootstrap from it.
+        `risk_beta`: float32[B, P] each seat's risk beta (`TrainConfig.risk`), or None."""
+        if risk_beta is not None:
+            raise ValueError(f"{type(self).__name__} has no per-seat risk: TrainConfig.risk "
+                             "needs AlphaZero on the tree kernel")
         return self.self_play_policy(variables, states, key)
+
+    def check_risk(self, risk: Any) -> None:
+        """ValueError if self-play risk (`TrainConfig.risk`) cannot be searched."""
+        if risk is not None:
+            raise ValueError(f"{type(self).__name__} has no per-seat risk: TrainConfig.risk "
+                             "needs AlphaZero on the tree kernel")
 
     @abc.abstractmethod
     def act(self, variables: Any, states: State, key: jax.Array) -> jax.Array:
@@ -152,6 +164,18 @@ class AlphaZero(Algorithm):
     def self_play_policy(self, variables, states, key):
         return search(self.env, self.evaluator, variables, states, key,
                       self.search_config).policy
+
+    def self_play(self, variables, states, key, risk_beta=None):
+        return search(self.env, self.evaluator, variables, states, key, self.search_config,
+                      risk_beta).policy
+
+    def check_risk(self, risk):
+        if risk is None:
+            return
+        sel = getattr(self.search_config, "selection", None)
+        if not isinstance(self.search_config, TreeSearchConfig) or not isinstance(sel, SpecPUCT):
+            raise ValueError("TrainConfig.risk needs the tree kernel's risk term: a "
+                             "TreeSearchConfig with SpecPUCT selection (mctx has none)")
 
     def act(self, variables, states, key):
         return search(self.env, self.evaluator, variables, states, key,

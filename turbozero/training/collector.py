@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Union
+from typing import Any, Callable, Optional, Union
 
 import jax
 import jax.numpy as jnp
@@ -11,6 +11,7 @@ from flax import struct
 from envs.core import Env, State
 from turbozero.training import replay
 from turbozero.training.acting import TemperatureSchedule
+from turbozero.training.risk import SelfPlayRisk
 from turbozero.training.types import SelfPlayTargets
 
 # policy_fn(variables, states[B], key) -> `SelfPlayTargets` (`Algorithm.self_play`), or just the
@@ -23,6 +24,9 @@ class CollectorState:
     env_state: State  # [E] the games being played
     episode_id: jax.Array  # int32[E] unique id of each game's current episode
     return_so_far: jax.Array  # float32[E, P] rewards collected in the current episode
+    # float32[E, P] each seat's risk beta in each game, drawn when the game starts
+    # (`turbozero.training.risk`); None without self-play risk
+    risk_beta: Optional[jax.Array] = None
 
 
 @struct.dataclass
@@ -32,12 +36,16 @@ class CollectStats:
     positions: jax.Array  # int32, positions written
 
 
-def init_collector(env: Env, key: jax.Array, num_envs: int) -> CollectorState:
+def init_collector(env: Env, key: jax.Array, num_envs: int,
+                   risk: Optional[SelfPlayRisk] = None) -> CollectorState:
+    # the games' keys as before risk existed (runs without risk reproduce exactly)
     states = jax.vmap(env.init)(jax.random.split(key, num_envs))
+    k_risk = jax.random.fold_in(key, num_envs)
     return CollectorState(
         env_state=states,
         episode_id=jnp.arange(num_envs, dtype=jnp.int32),
         return_so_far=jnp.zeros((num_envs, env.num_players), jnp.float32),
+        risk_beta=None if risk is None else risk.draw(k_risk, 0, num_envs, env.num_players),
     )
 
 
@@ -50,12 +58,16 @@ def collect(
     key: jax.Array,
     num_steps: int,
     schedule: TemperatureSchedule = TemperatureSchedule(),
+    risk: Optional[SelfPlayRisk] = None,
+    iteration: Any = 0,
 ) -> tuple[CollectorState, replay.ReplayBuffer, CollectStats]:
     """Play `num_steps` moves in every game (lax.scan), writing every position to `buffer`
     with its policy target, the action played and the search's root values.
 
     The move played comes from the search's policy target through `schedule` (the search's own
-    action is not used), so every search algorithm acts by the same schedule.
+    action is not used), so every search algorithm acts by the same schedule. With `risk`, each
+    game searches with its seats' betas (`collector.risk_beta`, given to `policy_fn` as
+    `risk_beta=`); a game that starts draws new ones at `iteration` of the schedule.
     """
     num_envs = collector.episode_id.shape[0]
 
@@ -63,7 +75,10 @@ def collect(
         col, buf, stats = carry
         k_search, k_act, k_step, k_reset = jax.random.split(step_key, 4)
         s = col.env_state
-        out = policy_fn(variables, s, k_search)
+        if risk is None:
+            out = policy_fn(variables, s, k_search)
+        else:
+            out = policy_fn(variables, s, k_search, risk_beta=col.risk_beta)
         policy, values = (out if isinstance(out, SelfPlayTargets) else (out, None))
         actions = schedule.act(k_act, policy, s.step_count)
         buf = replay.add(
@@ -88,10 +103,16 @@ def collect(
             lambda a, b: jnp.where(done.reshape((-1,) + (1,) * (a.ndim - 1)), a, b), fresh, nxt
         )
         env_state = env_state.replace(observation=jax.vmap(env.observe)(env_state))
+        risk_beta = col.risk_beta
+        if risk is not None:  # games that start now take the schedule's current beta
+            fresh_risk = risk.draw(jax.random.fold_in(k_reset, 1), iteration, num_envs,
+                                   env.num_players)
+            risk_beta = jnp.where(done[:, None], fresh_risk, col.risk_beta)
         col = CollectorState(
             env_state=env_state,
             episode_id=jnp.where(done, col.episode_id + num_envs, col.episode_id),
             return_so_far=jnp.where(done[:, None], 0.0, ret),
+            risk_beta=risk_beta,
         )
         stats = CollectStats(
             episodes_finished=stats.episodes_finished + done.sum(),

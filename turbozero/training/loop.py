@@ -30,6 +30,7 @@ from turbozero.training.algorithms import Algorithm, algorithm_class, build_algo
 from turbozero.training.checkpoints import RunDirectory
 from turbozero.training.evaluation import match_summary, play_match
 from turbozero.training.metrics import MetricsWriter
+from turbozero.training.risk import SelfPlayRisk
 from turbozero.training.run_config import config_to_json
 from turbozero.training.trainer import Optimizer, train
 from turbozero.training.types import TrainState
@@ -67,6 +68,9 @@ class TrainConfig:
     search: Any = SearchConfig()
     # None: the self-play search without root noise, at temperature 0 (derived when built)
     eval_search: Any = None
+    # per-game entropic-risk betas of the seats in self-play (training/risk.py; the tree
+    # kernel's SpecPUCT); None: the search config's own beta for every seat
+    risk: Optional[SelfPlayRisk] = None
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -81,6 +85,8 @@ class TrainConfig:
         if not isinstance(self.temperature_schedule, TemperatureSchedule):
             raise ValueError("temperature_schedule must be a TemperatureSchedule, got "
                              f"{type(self.temperature_schedule).__name__}")
+        if self.risk is not None and not isinstance(self.risk, SelfPlayRisk):
+            raise ValueError(f"risk must be a SelfPlayRisk or None, got {self.risk!r}")
         if not hasattr(self.optimizer, "build"):
             raise ValueError("optimizer must be a trainer.Optimizer (or an object with "
                              f"build(total_steps)), got {self.optimizer!r}")
@@ -126,6 +132,7 @@ class Trainer:
             self.spec, self.env, dict(config.network))
         self.algorithm: Algorithm = build_algorithm(
             self.env, self.network.apply, self.spec.value_format, config.search, config.eval_search)
+        self.algorithm.check_risk(config.risk)
         self.mesh = make_mesh() if mesh is None else mesh
         n_dev = self.mesh.devices.size
         for name in ("num_envs", "batch_size", "eval_games"):
@@ -183,7 +190,7 @@ class Trainer:
         cfg = self.config
         key = jax.random.PRNGKey(cfg.seed)
         k_env, k_net, k_loop = jax.random.split(key, 3)
-        col = collector_lib.init_collector(self.env, k_env, cfg.num_envs)
+        col = collector_lib.init_collector(self.env, k_env, cfg.num_envs, cfg.risk)
         obs = jax.vmap(self.env.observe)(col.env_state)
         variables = self.network.init(k_net, obs[:1])
         if hasattr(cfg.optimizer, "check"):
@@ -215,6 +222,7 @@ class Trainer:
             col, buf, stats = collector_lib.collect(
                 env, self.algorithm.self_play, self.variables(state.train_state),
                 state.collector, state.buffer, k, cfg.collect_steps, cfg.temperature_schedule,
+                cfg.risk, state.iteration,
             )
             return state.replace(collector=col, buffer=buf, key=key), stats
 

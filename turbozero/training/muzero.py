@@ -18,7 +18,6 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -218,7 +217,9 @@ class MuZero(Algorithm):
         result, _ = tree_search(self.model, variables, states, key, config.search)
         return result
 
-    def self_play(self, variables, states, key):
+    def self_play(self, variables, states, key, risk_beta=None):
+        if risk_beta is not None:
+            raise ValueError("MuZero has no per-seat risk (TrainConfig.risk)")
         result = self._search(variables, states, key, self.search_config)
         return SelfPlayTargets(policy=result.policy, search_values=result.root_values)
 
