@@ -6,6 +6,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from turbozero.search.cpu.selfplay import CPUSelfPlayConfig
+from turbozero.search.cpu.tree import CPUSearchConfig
 from turbozero.search.mcgs import MCGSConfig
 from turbozero.search.kernel import TreeSearchConfig
 from turbozero.search.mctx_policies import SearchConfig
@@ -89,6 +91,17 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             max_eval_steps=9, eval_opponents=("random",),
             temperature_schedule=TemperatureSchedule(temperature=1.0, moves=4),
         ),
+        # self-play on the C++ CPU path (docs/cpu_search.md, "Training"): 16 whole games per
+        # iteration on 2 worker threads, the kernel's formulas, evaluation on the JAX kernel
+        "cpu": dict(
+            num_envs=16, collect_steps=9, train_steps=8, batch_size=64, replay_capacity=36,
+            num_iterations=20, eval_every=10, eval_games=16, optimizer=Optimizer(learning_rate=3e-3),
+            network={"hidden_sizes": (32, 32)},
+            search=CPUSelfPlayConfig(search=CPUSearchConfig(fpu_base=0.0), num_workers=2,
+                                     num_games=16, num_simulations=16, max_moves=9,
+                                     temperature_moves=4, batch_tiers=(4, 16)),
+            max_eval_steps=9, eval_opponents=("random",),
+        ),
     },
     "chess": {
         # games capped at 100 plies (a cap is a draw) so that self-play finishes games: 32 of
@@ -105,6 +118,18 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             search=_kernel(8),
             max_eval_steps=100, eval_opponents=("random",),
             temperature_schedule=_CHESS_LIKE,
+        ),
+        # the tiny set-up with self-play on the C++ CPU path (docs/cpu_search.md, "Training")
+        "cpu": dict(
+            env_config=(("max_plies", 100),),
+            num_envs=32, collect_steps=32, train_steps=16, batch_size=128, replay_capacity=256,
+            num_iterations=40, eval_every=10, eval_games=32,
+            optimizer=Optimizer(learning_rate=3e-3),
+            network={"num_filters": 16, "num_blocks": 1, "value_hidden": 32},
+            search=CPUSelfPlayConfig(search=CPUSearchConfig(fpu_base=0.0), num_workers=2,
+                                     num_games=32, num_simulations=8, max_moves=100,
+                                     temperature_moves=30, batch_tiers=(8, 32)),
+            max_eval_steps=100, eval_opponents=("random",),
         ),
         "large": dict(
             num_envs=512, collect_steps=64, train_steps=256, batch_size=256, replay_capacity=1024,
@@ -131,8 +156,8 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         ),
     },
     "gomoku": {
-        # 3-player Gumbel MuZero (docs/gomoku.md): 9x9, 4 in a row, the whole board in view;
-        # games last at most 81 moves, so a ring of 96 holds whole games
+        # 3-player Gumbel MuZero (docs/gomoku.md): 9x9, 4 in a row, a 9x9 view centred on the
+        # last stone; games last at most 81 moves, so a ring of 96 holds whole games
         "tiny": dict(
             env_config=(("size", 9), ("win_length", 4), ("num_players", 3), ("view", 9)),
             num_envs=32, collect_steps=16, train_steps=16, batch_size=64, replay_capacity=96,

@@ -135,6 +135,12 @@ class Algorithm(abc.ABC):
     def loss_fn(self, params, train_state, experience, l2_reg_lambda=0.0):
         """`(loss, (metrics, updates))`, the signature `trainer.train` differentiates."""
 
+    def collect(self, state: Any, jitted_collect: Callable) -> tuple[Any, Any]:
+        """One iteration of self-play into the replay: `(loop state, CollectStats)`. Default:
+        the Trainer's jitted collector (`collect_steps` moves of every game); an algorithm
+        whose self-play runs outside jit (the C++ CPU path) plays its games here instead."""
+        return jitted_collect(state)
+
     def sample(self, buffer: replay.ReplayBuffer, key: jax.Array, batch_size: int) -> Any:
         """A training batch from `buffer`, what `loss_fn` reads (default: single positions)."""
         return replay.sample(buffer, key, batch_size)
@@ -230,8 +236,18 @@ def register_algorithm(config_type: type, algorithm: type) -> None:
     ALGORITHMS[config_type] = algorithm
 
 
+# the library's algorithms outside this module register themselves when imported; a config
+# built from its own module (e.g. `turbozero.search.cpu.CPUSelfPlayConfig`) must still find its
+# algorithm, so they are imported before the first lookup
+_LIBRARY_ALGORITHMS = ("turbozero.training.muzero", "turbozero.training.cpu_alphazero")
+
+
 def algorithm_class(search_config: Any) -> type:
     """The algorithm registered for the type of `search_config` (ValueError if none)."""
+    import importlib
+
+    for module in _LIBRARY_ALGORITHMS:
+        importlib.import_module(module)
     for config_type, algorithm in ALGORITHMS.items():
         if isinstance(search_config, config_type):
             return algorithm

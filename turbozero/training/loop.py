@@ -298,7 +298,7 @@ class Trainer:
     def step(self) -> dict[str, Any]:
         """One iteration: collect, then train if the replay has finished games."""
         t0 = time.perf_counter()
-        self.state, stats = self._collect(self.state)
+        self.state, stats = self.algorithm.collect(self.state, self._collect)
         stats = distributed.to_host(stats)  # with several processes, each holds its shards
         record: dict[str, Any] = {
             "episodes_finished": int(stats.episodes_finished),

@@ -163,6 +163,7 @@ class SelfPlayGames(NamedTuple):
 
     observation: np.ndarray  # [N, ...] the network input at each searched root
     policy: np.ndarray  # float32[N, A] root visit distribution over all actions
+    legal_action_mask: np.ndarray  # bool[N, A] the legal actions of each searched root
     value: np.ndarray  # float32[N] the game's outcome for the player to move (0: cut or draw)
     player: np.ndarray  # int32[N]
     action: np.ndarray  # int32[N] the action played
@@ -236,13 +237,14 @@ def cpu_self_play(env, evaluator, params, config: CPUSelfPlayConfig, key: jax.Ar
 
 def _samples(env, records: list, key, stats: dict) -> SelfPlayGames:
     """Replay each game from its seed to get the observation at every searched root."""
-    obs, pol, val, ply, act, gid = [], [], [], [], [], []
+    obs, pol, val, ply, act, gid, legal = [], [], [], [], [], [], []
     step = jax.jit(env.transition)
     observe = jax.jit(env.observe)
     for g, rec in enumerate(records):
         state = env.init_state(jax.random.fold_in(key, g))
         for m in rec["moves"]:
             obs.append(np.asarray(observe(state)))
+            legal.append(np.asarray(state.legal_action_mask))
             policy = np.zeros(env.num_actions, np.float32)
             visits = m["visits"].astype(np.float32)
             policy[m["actions"]] = visits / max(visits.sum(), 1.0)
@@ -253,7 +255,8 @@ def _samples(env, records: list, key, stats: dict) -> SelfPlayGames:
             gid.append(g)
             state = step(state, jnp.int32(m["action"]))
     return SelfPlayGames(
-        observation=np.stack(obs), policy=np.stack(pol), value=np.asarray(val, np.float32),
+        observation=np.stack(obs), policy=np.stack(pol), legal_action_mask=np.stack(legal),
+        value=np.asarray(val, np.float32),
         player=np.asarray(ply, np.int32), action=np.asarray(act, np.int32),
         game=np.asarray(gid, np.int32),
         terminated=np.asarray([r["terminated"] for r in records], bool), stats=stats)

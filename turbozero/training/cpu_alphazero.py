@@ -1,0 +1,135 @@
+"""AlphaZero whose self-play runs on the C++ CPU path (docs/cpu_search.md, "Training").
+
+`TrainConfig.search = CPUSelfPlayConfig(...)` selects `CPUAlphaZero`: each iteration plays
+`num_games` whole games with the bundled C++ node pool, evaluation queue and worker threads
+(`turbozero.search.cpu.cpu_self_play`; JAX steps the rules and runs the network on the batches
+the queue collects), and writes them into the library's replay; training, checkpoints and the
+loss are AlphaZero's. Evaluation searches with the JAX tree kernel under the same formulas
+(`SpecPUCT` + `PUCTRoot` with the config's constants), which the C++ search equals visit for
+visit with one worker (tests/test_cpu_search_jax.py), so evaluation stays jittable.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from envs.core import Env
+from turbozero.search.cpu.selfplay import CPUSelfPlayConfig, cpu_self_play, make_pool_evaluator
+from turbozero.search.kernel import TreeSearchConfig
+from turbozero.search.roots import PUCTRoot
+from turbozero.search.selection import SpecPUCT
+from turbozero.training.algorithms import AlphaZero, register_algorithm
+from turbozero.training.collector import CollectStats
+
+
+def kernel_config(config: CPUSelfPlayConfig) -> TreeSearchConfig:
+    """The JAX kernel's search with the formulas and constants of the CPU path."""
+    s = config.search
+    return TreeSearchConfig(
+        num_simulations=config.num_simulations,
+        selection=SpecPUCT(c_puct=s.c_puct, fpu_base=s.fpu_base, risk_beta=s.risk_beta,
+                           q_bounds=tuple(s.q_bounds)),
+        root=PUCTRoot(dirichlet_alpha=s.dirichlet_alpha, dirichlet_fraction=s.dirichlet_fraction),
+        temperature=config.temperature)
+
+
+class CPUAlphaZero(AlphaZero):
+    """AlphaZero with self-play on the C++ CPU path (whole games per iteration, outside jit)."""
+
+    def __init__(self, env, apply_fn, value_format, search_config, eval_search_config=None):
+        if not isinstance(search_config, CPUSelfPlayConfig):
+            raise ValueError(f"CPUAlphaZero needs a CPUSelfPlayConfig, got {search_config!r}")
+        evaluation = (search_config if eval_search_config is None else eval_search_config)
+        if isinstance(evaluation, CPUSelfPlayConfig):
+            evaluation = kernel_config(dataclasses.replace(
+                evaluation, temperature=0.0,
+                search=dataclasses.replace(evaluation.search, dirichlet_fraction=0.0)))
+        super().__init__(env, apply_fn, value_format, kernel_config(search_config), evaluation)
+        self.cpu_config = search_config
+        # one pool evaluator for the whole run (its batch tiers compile once); the key only
+        # seeds the games' starting states, which are fixed for the games this path plays
+        self._games_key = jax.random.PRNGKey(search_config.seed)
+        self._pool_evaluator = make_pool_evaluator(env, self.evaluator, self._games_key)
+
+    @classmethod
+    def check_env(cls, env: Env) -> None:
+        from turbozero.search.cpu import require_extension
+
+        require_extension()  # a clear error naming how to build it when it is missing
+        if env.is_simultaneous or env.is_stochastic or env.num_players > 2:
+            raise ValueError(f"{env.id}: the CPU path searches deterministic turn-based games "
+                             "of at most two players")
+
+    def check_risk(self, risk) -> None:
+        if risk is not None:
+            raise ValueError("TrainConfig.risk is not wired into the CPU path (its search has "
+                             "one risk_beta for every seat: CPUSearchConfig.risk_beta)")
+
+    def collect(self, state, jitted_collect):
+        """Play `num_games` whole games on the CPU path and write them into the replay rows
+        (game g into row g mod num_envs, moves in order), instead of the jitted collector."""
+        del jitted_collect
+        ts = state.train_state
+        variables = {"params": ts.params}
+        if ts.batch_stats is not None:
+            variables["batch_stats"] = ts.batch_stats
+        # the C++ search's noise and sampling are seeded per iteration: a resumed run plays
+        # the games it would have played
+        cfg = dataclasses.replace(
+            self.cpu_config, seed=self.cpu_config.seed + int(state.iteration) * 7919)
+        games = cpu_self_play(self.env, self.evaluator, variables, cfg, self._games_key,
+                              self._pool_evaluator)
+        buffer, stats = write_games(state.buffer, games, self.env.num_players)
+        return state.replace(buffer=buffer), stats
+
+
+def write_games(buffer, games, num_players: int):
+    """The finished games of `cpu_self_play` into the per-game rings (host-side numpy; the CPU
+    path's device is the host). Returns (buffer, CollectStats)."""
+    host = jax.device_get(buffer)
+    arrays = {f.name: np.array(getattr(host, f.name)) for f in dataclasses.fields(host)}
+    num_envs, capacity = arrays["episode_id"].shape
+    ptr, writes = int(arrays["ptr"]), int(arrays["num_writes"])
+    num_games = len(games.terminated)
+    longest = 0
+    outcome_sum = np.zeros(num_players, np.float32)
+    for g in range(num_games):
+        idx = np.flatnonzero(games.game == g)
+        row = g % num_envs
+        first = ptr + sum(len(np.flatnonzero(games.game == h)) for h in range(row, g, num_envs))
+        value = games.value[idx]  # outcome for the player to move
+        player = games.player[idx]
+        seats = np.arange(num_players)[None]
+        returns = np.where(seats == player[:, None], value[:, None], -value[:, None])
+        outcome_sum += returns[0]  # seat order: the game's final return of every seat
+        for j, i in enumerate(idx):
+            col = (first + j) % capacity
+            arrays["observation"][row, col] = games.observation[i]
+            arrays["policy"][row, col] = games.policy[i]
+            arrays["legal_action_mask"][row, col] = games.legal_action_mask[i]
+            arrays["current_player"][row, col] = player[j]
+            arrays["action"][row, col] = games.action[i]
+            arrays["search_values"][row, col] = 0.0
+            arrays["written_at"][row, col] = writes + (first - ptr) + j
+            arrays["return_before"][row, col] = 0.0
+            arrays["returns"][row, col] = returns[j]
+            arrays["episode_id"][row, col] = writes * num_games + g
+            arrays["written"][row, col] = True
+            arrays["has_target"][row, col] = True
+        longest = max(longest, first - ptr + len(idx))
+    arrays["ptr"] = np.int32((ptr + longest) % capacity)
+    arrays["num_writes"] = np.int32(writes + longest)
+    new = type(host)(**{k: jnp.asarray(v) for k, v in arrays.items()})
+    new = jax.tree_util.tree_map(
+        lambda n, old: jax.device_put(n, old.sharding) if hasattr(old, "sharding") else n,
+        new, buffer)
+    stats = CollectStats(episodes_finished=jnp.int32(num_games),
+                         outcome_sum=jnp.asarray(outcome_sum),
+                         positions=jnp.int32(len(games.game)))
+    return new, stats
+
+
+register_algorithm(CPUSelfPlayConfig, CPUAlphaZero)
