@@ -13,6 +13,7 @@ The C++ threads never touch Python; `collect` releases the GIL while it waits.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from typing import Any, Callable, NamedTuple, Optional
 
@@ -232,19 +233,39 @@ def cpu_self_play(env, evaluator, params, config: CPUSelfPlayConfig, key: jax.Ar
     coord.join()  # rethrows a worker's exception
     seconds = time.perf_counter() - start
     stats = dict(coord.stats(), batches=batches, seconds=seconds)
-    return _samples(env, coord.records(), key, stats)
+    return _samples(env, coord.records(), key, stats, config.max_moves)
 
 
-def _samples(env, records: list, key, stats: dict) -> SelfPlayGames:
-    """Replay each game from its seed to get the observation at every searched root."""
-    obs, pol, val, ply, act, gid, legal = [], [], [], [], [], [], []
-    step = jax.jit(env.transition)
-    observe = jax.jit(env.observe)
+@functools.lru_cache(maxsize=8)
+def _replayer(env, num_games: int, num_moves: int):
+    """jit: (key, actions int32[G, M]) -> (observation [M, G, ...], legal bool[M, G, A]) of
+    the G games replayed from their starts, all at once (one compile per shape)."""
+
+    def run(key, actions):
+        states = jax.vmap(lambda g: env.init_state(jax.random.fold_in(key, g)))(
+            jnp.arange(num_games))
+
+        def body(s, a):
+            out = (jax.vmap(env.observe)(s), s.legal_action_mask)
+            return jax.vmap(lambda st, ac: env.transition(st, ac))(s, a), out
+
+        _, (obs, legal) = jax.lax.scan(body, states, actions.T)
+        return obs, legal
+
+    return jax.jit(run)
+
+
+def _samples(env, records: list, key, stats: dict, max_moves: int) -> SelfPlayGames:
+    """Replay the games from their seeds to get the observation and legal mask at every
+    searched root: one jitted scan over all games (padded to `max_moves`, so every call has one
+    shape), where replaying move by move from Python took 60% of a chess iteration (measured,
+    docs/cpu_search.md)."""
+    num_games = len(records)
+    actions = np.zeros((num_games, max_moves), np.int32)
+    pol, val, ply, act, gid, index = [], [], [], [], [], []
     for g, rec in enumerate(records):
-        state = env.init_state(jax.random.fold_in(key, g))
-        for m in rec["moves"]:
-            obs.append(np.asarray(observe(state)))
-            legal.append(np.asarray(state.legal_action_mask))
+        for j, m in enumerate(rec["moves"]):
+            actions[g, j] = m["action"]
             policy = np.zeros(env.num_actions, np.float32)
             visits = m["visits"].astype(np.float32)
             policy[m["actions"]] = visits / max(visits.sum(), 1.0)
@@ -253,9 +274,13 @@ def _samples(env, records: list, key, stats: dict) -> SelfPlayGames:
             ply.append(m["player"])
             act.append(m["action"])
             gid.append(g)
-            state = step(state, jnp.int32(m["action"]))
+            index.append((j, g))
+    obs, legal = jax.device_get(_replayer(env, num_games, max_moves)(key, jnp.asarray(actions)))
+    rows, cols = (np.asarray([i[0] for i in index], np.int64),
+                  np.asarray([i[1] for i in index], np.int64))
     return SelfPlayGames(
-        observation=np.stack(obs), policy=np.stack(pol), legal_action_mask=np.stack(legal),
+        observation=np.asarray(obs)[rows, cols], policy=np.stack(pol),
+        legal_action_mask=np.asarray(legal)[rows, cols],
         value=np.asarray(val, np.float32),
         player=np.asarray(ply, np.int32), action=np.asarray(act, np.int32),
         game=np.asarray(gid, np.int32),
