@@ -299,7 +299,17 @@ def _act(tree: Tree, extra: RootExtra, config: TreeSearchConfig, key: jax.Array,
         return slot, jnp.where(valid, policy, 0.0)
     visits = stats.visits.astype(jnp.float32)
     policy = visits / jnp.maximum(visits.sum(-1, keepdims=True), 1.0)
-    greedy = jax.vmap(masked_argmax)(visits, valid)
+    # tau = 0: the most visited child, ties broken uniformly at random as mctx does
+    # (`_apply_temperature` + categorical). With few simulations ties are the rule: 8 over ~20
+    # Paco Sako moves tied in 440 of 640 positions, and always taking the lowest action id made
+    # the evaluated agent shuffle the same piece (issue 18; docs/benchmarks.md, "Paco Sako on
+    # the kernel"). A separate key keeps the tau > 0 draws as they were.
+    most = visits.max(-1, keepdims=True)  # [B, 1]
+    tied = valid & (visits == most) & (visits > 0)  # [B, K]
+    tie_logits = jnp.where(tied, 0.0, -jnp.inf)
+    tie_pick = jax.random.categorical(jax.random.fold_in(key, 1), tie_logits, axis=-1)
+    greedy = jnp.where(jnp.any(tied, axis=-1), tie_pick.astype(jnp.int32),
+                       jax.vmap(masked_argmax)(visits, valid))
     t = jnp.maximum(temperature, 1e-6)[:, None]
     logits = jnp.where(valid & (visits > 0), jnp.log(jnp.maximum(visits, 1e-30)) / t, -jnp.inf)
     sampled = jax.random.categorical(key, logits, axis=-1).astype(jnp.int32)
