@@ -405,8 +405,9 @@ def test_search_interface_runs_the_kernel_and_checks_k():
     result, _ = _kernel(TTT_MODEL, TTT_STATES, jax.random.PRNGKey(5), config)
     assert isinstance(out, mctx_policies.SearchOutput)
     np.testing.assert_array_equal(np.asarray(out.root_visits), np.asarray(result.root_visits))
-    np.testing.assert_array_equal(np.asarray(out.action),
-                                  np.asarray(result.root_visits).argmax(-1))
+    visits = np.asarray(result.root_visits)  # tau = 0: a most visited action (ties: random)
+    np.testing.assert_array_equal(visits[np.arange(len(visits)), np.asarray(out.action)],
+                                  visits.max(-1))
     np.testing.assert_allclose(np.asarray(out.policy).sum(-1), 1.0, rtol=1e-6)
     with pytest.raises(ValueError, match="max_children"):
         mctx_policies.search(TTT, TTT_EVAL, None, TTT_STATES, jax.random.PRNGKey(5),
