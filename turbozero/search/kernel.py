@@ -302,8 +302,8 @@ def _act(tree: Tree, extra: RootExtra, config: TreeSearchConfig, key: jax.Array,
     # tau = 0: the most visited child, ties broken uniformly at random as mctx does
     # (`_apply_temperature` + categorical). With few simulations ties are the rule: 8 over ~20
     # Paco Sako moves tied in 440 of 640 positions, and always taking the lowest action id made
-    # the evaluated agent shuffle the same piece (issue 18; docs/benchmarks.md, "Paco Sako on
-    # the kernel"). A separate key keeps the tau > 0 draws as they were.
+    # the evaluated agent finish and win fewer games against random (issue 18; docs/benchmarks.md,
+    # "Paco Sako on the kernel"). A separate key keeps the tau > 0 draws as they were.
     most = visits.max(-1, keepdims=True)  # [B, 1]
     tied = valid & (visits == most) & (visits > 0)  # [B, K]
     tie_logits = jnp.where(tied, 0.0, -jnp.inf)
