@@ -71,9 +71,10 @@ def test_backgammon_tiny_preset_learns_to_beat_random():
 
 @pytest.mark.slow
 def test_pacosako_tiny_preset_beats_random():
-    """The tiny preset's agent beats the random player clearly: measured 21 wins / 6 losses and
-    21 / 7 of 32 (seeds 0 and 1, docs/learning.md). The search on the true rules does most of
-    that; docs/learning.md says why the tiny preset shows no learning curve yet."""
+    """The tiny preset's agent beats the random player clearly: measured on the tree kernel
+    26 wins / 3 losses of 29 finished (seed 0); with mctx, the former preset search, 21 / 6
+    and 21 / 7 of 32 (seeds 0 and 1, docs/learning.md). The search on the true rules does most
+    of that; docs/learning.md says why the tiny preset shows no learning curve yet."""
     cfg = get_preset("pacosako", "tiny", eval_every=10, eval_games=32,
                      eval_opponents=("random",), checkpoint_every=0)
     records = []
