@@ -273,6 +273,14 @@ def _plot(args: argparse.Namespace) -> int:
     return 0
 
 
+def _simulations(search) -> object:
+    """The simulations per move of a search config, also when it nests one (MuZero's `search`);
+    "?" when it has none."""
+    while not hasattr(search, "num_simulations") and hasattr(search, "search"):
+        search = search.search
+    return getattr(search, "num_simulations", "?")
+
+
 def _presets(args: argparse.Namespace) -> int:
     print(format_presets(args.game))
     return 0
@@ -296,7 +304,7 @@ def format_presets(game: str) -> str:
     for name in names:
         cfg = presets.get_preset(game, name)
         network = " ".join(f"{k}={_sizes(v)}" for k, v in dict(cfg.network).items()) or "default"
-        rows.append((name, str(cfg.num_envs), str(getattr(cfg.search, "num_simulations", "?")),
+        rows.append((name, str(cfg.num_envs), str(_simulations(cfg.search)),
                      str(cfg.num_iterations), network,
                      presets.MEASURED_TIMES.get((game, name), "not measured")))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]

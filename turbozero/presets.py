@@ -227,14 +227,13 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
 MEASURED_TIMES: dict[tuple[str, str], str] = {
     ("backgammon", "tiny"): "75 s to 2 min 30 s (docs/training.md)",
     ("backgammon", "medium"): "22 min with a second seed beside it (docs/learning.md)",
-    # the 100-ply preset did not finish on the oversubscribed machine: 10 of 40 iterations in
-    # about 65 min with load 16-56 (docs/learning.md); the former 512-ply one took 2 min 56 s
-    ("chess", "tiny"): "not measured on a free machine; 10 of 40 iterations in ~65 min under "
-                       "heavy load (docs/learning.md)",
+    ("chess", "tiny"): "9 min 27 s beside a second seed (docs/learning.md)",
     ("pgx/tic_tac_toe", "tiny"): "21 s (docs/training.md)",
     ("pyrat", "tiny"): "4 min 50 s (docs/pyrat.md)",
     ("pyrat", "small"): "45 min 44 s (docs/pyrat.md)",
-    ("pacosako", "tiny"): "1 min 52 s (docs/pacosako.md)",
+    ("pacosako", "tiny"): "about 4 min beside other runs, on the tree kernel (1 min 52 s "
+                          "with mctx, docs/pacosako.md)",
+    ("gomoku", "tiny"): "5 min 30 s beside a second seed (docs/learning.md)",
 }
 
 
