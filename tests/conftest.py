@@ -24,3 +24,17 @@ def pacosako_env():
 @pytest.fixture(scope="session")
 def pacosako_start(pacosako_env):
     return jax.jit(pacosako_env.init)(jax.random.PRNGKey(0))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _release_compiled_code():
+    """After each test file, drop the in-memory jit caches (the persistent cache on disk stays,
+    so a later file that needs an executable again reads it back): three full default-suite
+    runs on 2026-11-23 crashed inside XLA (abort or segfault, in compile or cache read) at the
+    same test near the end, after ~690 tests had kept every executable they compiled in one
+    process; suspected memory exhaustion (2.5 GB resident after three training test files)."""
+    yield
+    import gc
+
+    jax.clear_caches()
+    gc.collect()
