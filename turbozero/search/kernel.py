@@ -49,7 +49,7 @@ class TreeSearchConfig:
     extra_nodes: node capacity beyond `num_simulations + 1`, for a subtree carried by
         `reuse_subtree` (its nodes are kept only while they fit).
     discount: gamma of `Q(s, a) = r + gamma * V(s')` in selection and backup (1 for games
-        searched on their true rules; a learned model may discount, docs/gomoku.md).
+        searched on their true rules; a learned model may discount, docs/search.md).
     """
 
     num_simulations: int = 32

@@ -1,5 +1,5 @@
 """A learned model for the tree kernel: MuZero's representation, dynamics and prediction
-(docs/gomoku.md, "MuZero").
+(docs/search.md, "Models"; docs/training.md, "Algorithms").
 
 Implements the kernel's model interface (`turbozero.search.model`):
 

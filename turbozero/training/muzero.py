@@ -1,5 +1,5 @@
 """MuZero with vector values: search on a learned model, K-step unroll, n-step targets
-(docs/gomoku.md, "MuZero"; ../shared/specs/muzero-3player-gomoku.md).
+(docs/training.md, "Algorithms"; the set-up of a game that trains with it is on its page).
 
 * Search: the tree kernel on `LearnedModel` (Gumbel root with sequential halving, mctx's
   interior selection, Q = r + gamma V(s') per player); the policy target is the improved policy.

@@ -1,15 +1,14 @@
-"""Self-play risk (alphazero-chess.md §6.6, §10; docs/training.md, "Risk"): the entropic-risk
+"""Self-play risk (docs/training.md, "Risk"): the entropic-risk
 beta of each seat of each self-play game.
 
 * `RiskSchedule` — beta over training: `start` for the first `warmup_iterations`, then a
-  straight line to `final` over `ramp_iterations`, then `final` (the spec's `risk_beta`,
-  `risk_beta_final`, `risk_beta_warmup`).
+  straight line to `final` over `ramp_iterations`, then `final`.
 * `SelfPlayRisk` — per game: every seat at the scheduled beta, or, with `opponent_range`, one
   seat drawn at random at the scheduled beta and every other seat at a beta drawn uniformly
-  from the range (the spec's `opponent_risk_min/max`, seats assigned at random per game so that
-  neither colour is always the risk-taker).
+  from the range (seats assigned at random per game, so that no seat is always the
+  risk-taker).
 
-Risk is a search-time knob only: targets stay the game's outcome (spec §8), so one network can
+Risk is a search-time knob only: targets stay the game's outcome, so one network can
 be searched at any beta afterwards.
 """
 

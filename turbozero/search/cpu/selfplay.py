@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
-from typing import Any, Callable, NamedTuple, Optional
+from typing import Callable, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -258,8 +258,8 @@ def _replayer(env, num_games: int, num_moves: int):
 def _samples(env, records: list, key, stats: dict, max_moves: int) -> SelfPlayGames:
     """Replay the games from their seeds to get the observation and legal mask at every
     searched root: one jitted scan over all games (padded to `max_moves`, so every call has one
-    shape), where replaying move by move from Python took 60% of a chess iteration (measured,
-    docs/cpu_search.md)."""
+    shape), where replaying move by move from Python took 60% of an iteration (measured,
+    docs/benchmarks.md, "CPU path in training")."""
     num_games = len(records)
     actions = np.zeros((num_games, max_moves), np.int32)
     pol, val, ply, act, gid, index = [], [], [], [], [], []
