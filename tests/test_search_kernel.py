@@ -490,3 +490,74 @@ def test_per_seat_risk_betas_follow_the_reference_and_equal_the_static_beta():
     with pytest.raises(ValueError, match="risk_beta must be"):
         tree_search(THREE, None, THREE_ROOTS, jax.random.PRNGKey(0), base,
                     risk_beta=jnp.zeros((2, 2)))
+
+
+# --------------------------------------------------------------------------- root WDL average
+def _hash_wdl_apply(num_actions):
+    """`_hash_apply` with three outputs: hashed [win, draw, loss] logits."""
+    base = _hash_apply(num_actions)
+
+    def apply(variables, obs):
+        logits, v = base(variables, obs)
+        flat = obs.reshape(obs.shape[0], -1).astype(jnp.float32)
+        d = jnp.cos(flat @ jnp.sin(jnp.arange(flat.shape[1], dtype=jnp.float32) * 0.577))
+        return logits, jnp.stack([2.0 * v, d, -2.0 * v], axis=-1)
+
+    return apply
+
+
+def _reference_root_wdl(tree, b, apply):
+    """[W, D, L] for the root mover: every simulation's leaf and the root's own evaluation,
+    re-evaluated here. A non-terminal node was a leaf once (L = 1); a terminal node once per
+    visit, with its outcome from python-chess (checkmate: the mover lost; else a draw)."""
+    import chess
+
+    root_player = int(tree.player[b, 0])
+    total = np.zeros(3)
+    for n in range(int(tree.next_node[b])):
+        state = jax.tree_util.tree_map(lambda x: x[b, n], tree.embedding)
+        board = chess.Board(envs.chess.to_fen(state))
+        if bool(tree.terminal[b, n]):
+            wdl = np.array([0.0, 0.0, 1.0]) if board.is_checkmate() else np.array([0.0, 1.0, 0.0])
+            weight = int(tree.node_visits[b, n])
+        else:
+            obs = CHESS.observe(state)[None]
+            wdl = np.asarray(jax.nn.softmax(apply(None, obs)[1][0]), np.float64)
+            weight = 1
+        if int(tree.player[b, n]) != root_player:
+            wdl = wdl[::-1]
+        total += weight * wdl
+    return total / int(tree.node_visits[b, 0])
+
+
+# mate in one for White; a stalemate in one (Qf7) for White; the same mate for Black
+WDL_FENS = ["6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1", "7k/8/6Q1/8/8/8/8/6K1 w - - 0 1",
+            "r5k1/5ppp/8/8/8/8/5PPP/6K1 b - - 0 1"]
+
+
+@pytest.mark.slow  # a chess compilation with a WDL evaluator: 30-60 s
+def test_root_wdl_averages_every_leaf_for_the_root_mover():
+    from turbozero.networks.value_formats import WDLValue
+
+    apply = _hash_wdl_apply(CHESS.num_actions)
+    model = EnvModel(CHESS, mctx_policies.NetworkEvaluator(apply, WDLValue()))
+    states = _stack([CHESS.from_fen(f) for f in WDL_FENS])
+    config = TreeSearchConfig(num_simulations=120, root=QUIET,
+                              selection=SpecPUCT(fpu_base=0.0))
+    result, tree = _kernel(model, states, jax.random.PRNGKey(0), config)
+    wdl = np.asarray(result.root_wdl, np.float64)
+    np.testing.assert_allclose(wdl.sum(-1), 1.0, atol=1e-5)
+    # chess pays only at the end, so the averaged W - L is the searched root value
+    np.testing.assert_allclose(wdl[:, 0] - wdl[:, 2], np.asarray(result.root_value), atol=1e-5)
+    terminal_kinds = set()
+    for b in range(len(WDL_FENS)):
+        # 5e-4: the hash of a 7,808-float observation differs by ~3e-5 between a batch of one
+        # and the kernel's batch (float32 summation order); a swapped W/L or a missed leaf is
+        # off by 0.01 or more
+        np.testing.assert_allclose(wdl[b], _reference_root_wdl(tree, b, apply), atol=5e-4)
+        terminal_kinds |= {bool(tree.reward[b, n].any())
+                           for n in range(int(tree.next_node[b])) if bool(tree.terminal[b, n])}
+    assert terminal_kinds == {True, False}  # mates and a stalemate were among the leaves
+    # a scalar head has no draw class: no WDL
+    result, _ = _kernel(CHESS_MODEL, states, jax.random.PRNGKey(0), config)
+    assert result.root_wdl is None

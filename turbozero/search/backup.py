@@ -2,7 +2,8 @@
 
 Each leaf adds its value vector to every node on its path to the root: the node's visit count,
 per-player value sum and value-squared sum, and it takes back the virtual loss that selection
-put on the path. Going up one edge turns the return `G` into `reward + discount * G`. Leaves
+put on the path; with win/draw/loss sums (`Tree.wdl_sum`), the leaf's seat-ordered outcome
+probabilities are added too. Going up one edge turns the return `G` into `reward + discount * G`. Leaves
 of one step may share nodes (or be the same pending node twice): scatter-adds accumulate, so
 each leaf counts once.
 """
@@ -31,6 +32,7 @@ def backup(tree: Tree, leaves: jax.Array, active: jax.Array, discount: float = 1
     edge above it)."""
     n = tree.num_nodes
     safe = jnp.maximum(leaves, 0)
+    wdl = None if tree.raw_wdl is None else tree.raw_wdl[safe]  # [L, 3]
     start = _Up(
         node=jnp.where(active, leaves, NO_PARENT),
         value=tree.raw_value[safe],  # [L, P]
@@ -51,6 +53,8 @@ def backup(tree: Tree, leaves: jax.Array, active: jax.Array, discount: float = 1
             value_sum=t.value_sum.at[idx].add(c.value, mode="drop"),
             value_sq_sum=t.value_sq_sum.at[idx].add(c.value * c.value, mode="drop"),
         )
+        if t.wdl_sum is not None:  # seat-ordered probabilities: the same vector all the way up
+            t = t._replace(wdl_sum=t.wdl_sum.at[idx].add(wdl, mode="drop"))
         value = t.reward[safe_idx] + discount * c.value
         parent = jnp.where(on, t.parent[safe_idx], NO_PARENT)
         return _Up(node=parent, value=value, tree=t)

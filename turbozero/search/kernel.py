@@ -102,6 +102,10 @@ class TreeSearchResult(SearchOutput):
 
     root_values: jax.Array  # float32[B, P] searched root value per player
     risk_value: jax.Array  # float32[B] LogSumExp risk value of the root (docs/search.md; 0 if beta 0)
+    # float32[B, 3] [P(win), P(draw), P(loss)] for the player to move, averaged over the root's
+    # visits (its own evaluation and every simulation's leaf); None unless the model gives
+    # win/draw/loss (a two-player head with a draw class, `ModelOutput.wdl`)
+    root_wdl: Optional[jax.Array]
     root_visits: jax.Array  # int32[B, A] visits of the root's children
     max_depth: jax.Array  # int32[B] deepest node of the tree (root = 0)
     nodes_used: jax.Array  # int32[B] tree nodes in use after the search
@@ -124,6 +128,21 @@ def _leaf_value(out: ModelOutput) -> jax.Array:
     return jnp.where(out.terminal[:, None], 0.0, out.value)
 
 
+def _seat_wdl(out: ModelOutput, reward: jax.Array) -> jax.Array:
+    """float32[M, 3] [P(seat 0 wins), P(draw), P(seat 1 wins)] of M evaluated nodes. A terminal
+    node's own evaluation is its outcome, read from the reward of the transition into it for
+    its mover (> 0 won, 0 drawn, < 0 lost): games that pay their result when they end."""
+    r = jnp.take_along_axis(reward, out.player[:, None], 1)[:, 0]  # [M]
+    outcome = jnp.stack([r > 0, r == 0, r < 0], axis=-1).astype(jnp.float32)
+    wdl = jnp.where(out.terminal[:, None], outcome, out.wdl)  # mover's [W, D, L]
+    return jnp.where((out.player == 0)[:, None], wdl, wdl[:, ::-1])
+
+
+def _mover_wdl(seat_wdl: jax.Array, player: jax.Array) -> jax.Array:
+    """float32[B, 3] [W, D, L] for `player` (int32[B]) from seat-ordered probabilities."""
+    return jnp.where((player == 0)[:, None], seat_wdl, seat_wdl[:, ::-1])
+
+
 def _write_nodes(
     tree: Tree, b: jax.Array, node: jax.Array, embedding: Any, out: ModelOutput,
     reward: jax.Array, k: int,
@@ -133,6 +152,9 @@ def _write_nodes(
     actions, prior = compact_children(legal, out.prior_logits, k)  # [M, K]
     emb = jax.tree_util.tree_map(
         lambda dst, src: dst.at[b, node].set(src, mode="drop"), tree.embedding, embedding)
+    if tree.raw_wdl is not None:
+        tree = tree._replace(
+            raw_wdl=tree.raw_wdl.at[b, node].set(_seat_wdl(out, reward), mode="drop"))
     return tree._replace(
         raw_value=tree.raw_value.at[b, node].set(_leaf_value(out), mode="drop"),
         reward=tree.reward.at[b, node].set(reward, mode="drop"),
@@ -220,12 +242,15 @@ def init_tree(model, params, root_input: Any, config: TreeSearchConfig) -> Tree:
     embedding, out = model.root(params, root_input)
     b = out.value.shape[0]
     tree = empty_tree(b, config.num_nodes, config.children_bound(model), model.num_players,
-                      embedding)
+                      embedding, with_wdl=out.wdl is not None)
     rows = jnp.arange(b)
     root = jnp.full((b,), ROOT_INDEX, jnp.int32)
     tree = _write_nodes(tree, rows, root, embedding, out, jnp.zeros_like(out.value),
                         tree.max_children)
     value = _leaf_value(out)
+    if tree.wdl_sum is not None:
+        tree = tree._replace(wdl_sum=tree.wdl_sum.at[:, ROOT_INDEX].set(
+            tree.raw_wdl[:, ROOT_INDEX]))
     return tree._replace(
         node_visits=tree.node_visits.at[:, ROOT_INDEX].set(1),
         value_sum=tree.value_sum.at[:, ROOT_INDEX].set(value),
@@ -385,6 +410,8 @@ def tree_search(
         root_value=jnp.take_along_axis(root_values, mover[:, None], 1)[:, 0],
         root_values=root_values,
         risk_value=_risk_value(stats, beta, bounds),
+        root_wdl=None if tree.wdl_sum is None else _mover_wdl(
+            tree.wdl_sum[:, ROOT_INDEX] / tree.node_visits[:, ROOT_INDEX, None], mover),
         root_visits=visits,
         max_depth=jnp.max(jnp.where(used, tree.depth, 0), axis=1),
         nodes_used=tree.next_node,

@@ -126,12 +126,17 @@ class NetworkEvaluator:
         logits, value_out = self.apply_fn(variables, observation)
         return logits, self.value_format.to_scalar(value_out)
 
-    def player_values(
+    def evaluate(
         self, variables: Any, observation: jax.Array, mover: jax.Array, num_players: int
-    ) -> tuple[jax.Array, jax.Array]:
-        """(policy_logits [B, A], values [B, num_players] in seat order, reward units)."""
+    ) -> tuple[jax.Array, jax.Array, Optional[jax.Array]]:
+        """(policy_logits [B, A], values [B, num_players] in seat order, win/draw/loss
+        float32[B, 3] for the player to move, or None): the last only for two players and a
+        value format with a draw class (`wdl`), which the tree kernel averages at the root."""
         logits, value_out = self.apply_fn(variables, observation)
-        return logits, self.value_format.to_player_values(value_out, mover, num_players)
+        values = self.value_format.to_player_values(value_out, mover, num_players)
+        wdl_fn = getattr(self.value_format, "wdl", None)
+        wdl = wdl_fn(value_out) if wdl_fn is not None and num_players == 2 else None
+        return logits, values, wdl
 
 
 def _masked_logits(logits: jax.Array, legal: jax.Array) -> jax.Array:

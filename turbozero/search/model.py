@@ -12,7 +12,7 @@ The kernel never sees an `Env`. It asks a model for the root's evaluation and fo
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, NamedTuple
+from typing import Callable, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -28,6 +28,9 @@ class ModelOutput(NamedTuple):
     value: jax.Array  # float32[M, P] value per player, seat order (0 where terminal)
     player: jax.Array  # int32[M] player to move
     terminal: jax.Array  # bool[M] the game is over (the node gets no children)
+    # float32[M, 3] [P(win), P(draw), P(loss)] for the player to move, from a two-player value
+    # head with a draw class (the search averages it at the root); None without one
+    wdl: Optional[jax.Array] = None
 
 
 def two_player_value(value: jax.Array, player: jax.Array) -> jax.Array:
@@ -39,8 +42,9 @@ def two_player_value(value: jax.Array, player: jax.Array) -> jax.Array:
 class EnvModel:
     """The true dynamics of a turn-based `env` with a network evaluator.
 
-    evaluator: a `NetworkEvaluator` (its `player_values` gives the per-seat value vector of any
-        value format, e.g. `[v, -v]` for a two-player scalar head), or any callable
+    evaluator: a `NetworkEvaluator` (its `evaluate` gives the per-seat value vector of any
+        value format, e.g. `[v, -v]` for a two-player scalar head, and the win/draw/loss
+        probabilities of a two-player WDL head), or any callable
         `(variables, observation) -> (logits [M, A], value [M])` with the value for the player
         to move of a two-player zero-sum game.
 
@@ -59,9 +63,9 @@ class EnvModel:
         if self.env.is_stochastic:
             raise ValueError(f"{self.env.id} has chance events: the tree kernel has no chance "
                              "nodes yet (use SearchConfig, mctx's stochastic search)")
-        if self.env.num_players != 2 and not hasattr(self.evaluator, "player_values"):
+        if self.env.num_players != 2 and not hasattr(self.evaluator, "evaluate"):
             raise ValueError(f"{self.env.id} has {self.env.num_players} players: the evaluator "
-                             "must give one value per player (NetworkEvaluator.player_values)")
+                             "must give one value per player (NetworkEvaluator.evaluate)")
 
     @property
     def num_actions(self) -> int:
@@ -80,15 +84,17 @@ class EnvModel:
             observation = jax.vmap(self.env.observe)(state)
         terminal = state.terminated | state.truncated
         player = state.current_player.astype(jnp.int32)
-        if hasattr(self.evaluator, "player_values"):
-            logits, vec = self.evaluator.player_values(
+        wdl = None
+        if hasattr(self.evaluator, "evaluate"):
+            logits, vec, wdl = self.evaluator.evaluate(
                 params, observation, player, self.env.num_players)
         else:
             logits, value = self.evaluator(params, observation)
             vec = two_player_value(value, player)
         vec = jnp.where(terminal[:, None], 0.0, vec).astype(jnp.float32)
         return ModelOutput(legal=state.legal_action_mask, prior_logits=logits, value=vec,
-                           player=player, terminal=terminal)
+                           player=player, terminal=terminal,
+                           wdl=None if wdl is None else wdl.astype(jnp.float32))
 
     def root(self, params, states: State) -> tuple[State, ModelOutput]:
         return states.replace(observation=None), self._evaluate(params, states, states.observation)

@@ -69,6 +69,8 @@ def _subtree_of_one(tree: Tree, action: jax.Array, room: int) -> Tree:
         children_prior=move(tree.children_prior, 0.0),
         embedding=jax.tree_util.tree_map(lambda x: move(x, 0), tree.embedding),
         next_node=count * keep.any(),
+        raw_wdl=None if tree.raw_wdl is None else move(tree.raw_wdl, 0.0),
+        wdl_sum=None if tree.wdl_sum is None else move(tree.wdl_sum, 0.0),
     )
 
 

@@ -42,6 +42,11 @@ class Tree(NamedTuple):
     children_prior: jax.Array  # float32[B, N, K] prior probability of each slot (0 on padding)
     embedding: Any  # pytree, leaves [B, N, ...]: the model's state of each node
     next_node: jax.Array  # int32[B] first free node index (= nodes used)
+    # Two-player models whose value head has a draw class (`ModelOutput.wdl`), else None:
+    # outcome probabilities in seat order [P(seat 0 wins), P(draw), P(seat 1 wins)], so that
+    # backup adds the same vector at every node of a path (no W/L swap per ply).
+    raw_wdl: Any = None  # float32[B, N, 3] the node's own evaluation (terminal: its outcome)
+    wdl_sum: Any = None  # float32[B, N, 3] sum over the node's visits of the leaves' raw_wdl
 
     @property
     def batch_size(self) -> int:
@@ -61,9 +66,11 @@ class Tree(NamedTuple):
 
 
 def empty_tree(
-    batch_size: int, num_nodes: int, max_children: int, num_players: int, embedding_like: Any
+    batch_size: int, num_nodes: int, max_children: int, num_players: int, embedding_like: Any,
+    with_wdl: bool = False,
 ) -> Tree:
-    """A tree with every node free; `embedding_like` is one node's embedding batch `[B, ...]`."""
+    """A tree with every node free; `embedding_like` is one node's embedding batch `[B, ...]`;
+    `with_wdl` allocates the win/draw/loss sums (two-player models with a draw class)."""
     b, n, k, p = batch_size, num_nodes, max_children, num_players
     emb = jax.tree_util.tree_map(
         lambda x: jnp.zeros((b, n) + x.shape[1:], x.dtype), embedding_like)
@@ -84,6 +91,8 @@ def empty_tree(
         children_prior=jnp.zeros((b, n, k), jnp.float32),
         embedding=emb,
         next_node=jnp.zeros((b,), jnp.int32),
+        raw_wdl=jnp.zeros((b, n, 3), jnp.float32) if with_wdl else None,
+        wdl_sum=jnp.zeros((b, n, 3), jnp.float32) if with_wdl else None,
     )
 
 
