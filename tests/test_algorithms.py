@@ -67,3 +67,51 @@ def test_the_loop_names_no_game_and_asks_no_game_property():
     source = inspect.getsource(loop)
     for word in ("simultaneous", "stochastic", "gnubg", *GAMES):
         assert word not in source, word
+
+
+# ---------------------------------------------------------------- the search record in replay
+def _ttt_wdl_apply(variables, obs, train=False):
+    """A fixed stand-in for a WDL network: logits and [win, draw, loss] logits are smooth
+    functions of the board, so positions differ."""
+    import jax.numpy as jnp
+
+    flat = obs.reshape(obs.shape[0], -1).astype(jnp.float32)
+    s = flat @ jnp.sin(jnp.arange(flat.shape[1], dtype=jnp.float32) * 1.3 + 0.2)
+    logits = jnp.sin(jnp.arange(9, dtype=jnp.float32)[None] * 0.7 + s[:, None])
+    return logits, jnp.stack([s, jnp.cos(s), -s], axis=-1)
+
+
+@pytest.mark.parametrize("risk_taker", [None, 0.5])
+def test_self_play_stores_the_root_wdl_and_soft_value_of_each_search(risk_taker):
+    """Kernel searches with a WDL head store, per position, the root WDL average (sums to 1,
+    and W - L is the searched root value of a game that pays at the end) and the LogSumExp
+    soft value (0 at beta 0, set when the seat's beta is not); a scalar head stores none."""
+    import jax
+    import numpy as np
+
+    from turbozero.training import collector as collector_lib
+    from turbozero.training.risk import RiskSchedule, SelfPlayRisk
+
+    env = envs.make("pgx/tic_tac_toe")
+    config = TreeSearchConfig(num_simulations=12, root=PUCTRoot())
+    algo = AlphaZero(env, _ttt_wdl_apply, WDLValue(), config)
+    risk = None if risk_taker is None else SelfPlayRisk(RiskSchedule(risk_taker),
+                                                        opponent_range=(0.0, 0.0))
+    n, steps = 8, 12
+    col = collector_lib.init_collector(env, jax.random.PRNGKey(0), n, risk)
+    buf = algo.init_replay(n, steps, col.env_state)
+    _, buf, _ = collector_lib.collect(env, algo.self_play, None, col, buf,
+                                      jax.random.PRNGKey(1), steps, risk=risk, iteration=0)
+    b = jax.device_get(buf)
+    wdl, soft = b.search_record["root_wdl"], b.search_record["soft_value"]
+    assert wdl.shape == (n, steps, 3) and soft.shape == (n, steps)
+    np.testing.assert_allclose(wdl.sum(-1), 1.0, atol=1e-5)
+    assert wdl.min() >= 0.0
+    mover_value = np.take_along_axis(b.search_values, b.current_player[..., None], -1)[..., 0]
+    np.testing.assert_allclose(wdl[..., 0] - wdl[..., 2], mover_value, atol=1e-5)
+    if risk_taker is None:
+        assert np.all(soft == 0.0)
+    else:  # the taker's positions have a soft value; the other seat's beta is 0
+        assert np.all(np.isfinite(soft)) and np.mean(soft != 0.0) > 0.3
+    scalar = AlphaZero(env, _ttt_wdl_apply, SeatValues(2), config)
+    assert scalar.init_replay(n, steps, col.env_state).search_record is None

@@ -25,6 +25,7 @@ import functools
 from typing import Any, Callable, Optional
 
 import jax
+import jax.numpy as jnp
 
 from envs.core import Env, State
 from turbozero.networks.value_formats import ValueFormat
@@ -39,6 +40,7 @@ from turbozero.search.mctx_policies import (
 )
 from turbozero.training import replay
 from turbozero.training.loss_fns import az_loss_fn, simultaneous_loss_fn
+from turbozero.training.types import SelfPlayTargets
 
 # policy(variables, states[B], key) -> actions [B] (turn-based) or [B, P] (simultaneous)
 PolicyFn = Callable[[Any, State, jax.Array], jax.Array]
@@ -150,7 +152,12 @@ class Algorithm(abc.ABC):
         fields `loss_fn` reads: observation, policy target, legal mask, mover, returns)."""
         obs = self.env.observe(jax.tree_util.tree_map(lambda x: x[0], states))
         return replay.init_buffer(num_envs, capacity, obs, states.legal_action_mask.shape[1:],
-                                  self.env.num_players)
+                                  self.env.num_players, self.search_record_like())
+
+    def search_record_like(self) -> Any:
+        """One position's `SelfPlayTargets.search_record` (a pytree of unbatched arrays, for
+        shapes and dtypes) that `self_play` returns, or None when it returns none."""
+        return None
 
 
 class AlphaZero(Algorithm):
@@ -171,9 +178,27 @@ class AlphaZero(Algorithm):
         return search(self.env, self.evaluator, variables, states, key,
                       self.search_config).policy
 
+    def _records_wdl(self) -> bool:
+        """Self-play keeps each search's root WDL average and LogSumExp soft value
+        (alphazero-chess.md §6.6): the kernel gives them for two players and a value head with
+        a draw class. The loss does not read them (the value target is the game's outcome)."""
+        return (isinstance(self.search_config, TreeSearchConfig) and self.env.num_players == 2
+                and hasattr(self.value_format, "wdl"))
+
     def self_play(self, variables, states, key, risk_beta=None):
-        return search(self.env, self.evaluator, variables, states, key, self.search_config,
-                      risk_beta).policy
+        result = search(self.env, self.evaluator, variables, states, key, self.search_config,
+                        risk_beta)
+        if not self._records_wdl():
+            return result.policy
+        return SelfPlayTargets(
+            policy=result.policy, search_values=result.root_values,
+            search_record={"root_wdl": result.root_wdl, "soft_value": result.risk_value})
+
+    def search_record_like(self):
+        if not self._records_wdl():
+            return None
+        return {"root_wdl": jnp.zeros((3,), jnp.float32),  # [W, D, L] for the mover
+                "soft_value": jnp.zeros((), jnp.float32)}
 
     def check_risk(self, risk):
         if risk is None:

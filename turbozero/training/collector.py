@@ -79,18 +79,19 @@ def collect(
             out = policy_fn(variables, s, k_search)
         else:
             out = policy_fn(variables, s, k_search, risk_beta=col.risk_beta)
-        policy, values = (out if isinstance(out, SelfPlayTargets) else (out, None))
-        actions = schedule.act(k_act, policy, s.step_count)
+        targets = out if isinstance(out, SelfPlayTargets) else SelfPlayTargets(out, None)
+        actions = schedule.act(k_act, targets.policy, s.step_count)
         buf = replay.add(
             buf,
             s.observation,
-            policy,
+            targets.policy,
             s.legal_action_mask,
             s.current_player,
             col.return_so_far,
             col.episode_id,
             action=actions,
-            search_values=values,
+            search_values=targets.search_values,
+            search_record=targets.search_record,
         )
         # fast path: transition and fresh games without observations, then one observe of the
         # games as they continue (docs/envs.md, observations on demand)

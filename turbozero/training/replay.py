@@ -40,6 +40,10 @@ class ReplayBuffer:
     has_target: jax.Array  # [E, T] bool
     ptr: jax.Array  # int32, next column to write
     num_writes: jax.Array  # int32, columns written so far (the next `written_at`)
+    # what the algorithm keeps of each search beyond the targets (`SelfPlayTargets.
+    # search_record`): a pytree of [E, T, ...] arrays, e.g. the root WDL average and soft value
+    # of a chess search (alphazero-chess.md §6.6); None for algorithms that keep nothing
+    search_record: Any = None
 
 
 def init_buffer(
@@ -48,8 +52,10 @@ def init_buffer(
     observation: jax.Array,
     policy_shape: tuple[int, ...],
     num_players: int,
+    search_record: Any = None,
 ) -> ReplayBuffer:
-    """An empty buffer; `observation` is one unbatched example (for shape and dtype)."""
+    """An empty buffer; `observation` is one unbatched example (for shape and dtype), and so
+    is each leaf of `search_record` (None: no record is kept)."""
     if capacity < 1:
         raise ValueError(f"replay capacity must be >= 1, got {capacity}")
     et = (num_envs, capacity)
@@ -68,6 +74,8 @@ def init_buffer(
         has_target=jnp.zeros(et, jnp.bool_),
         ptr=jnp.zeros((), jnp.int32),
         num_writes=jnp.zeros((), jnp.int32),
+        search_record=jax.tree_util.tree_map(
+            lambda x: jnp.zeros(et + jnp.shape(x), jnp.asarray(x).dtype), search_record),
     )
 
 
@@ -81,10 +89,17 @@ def add(
     episode_id: jax.Array,
     action: Optional[jax.Array] = None,
     search_values: Optional[jax.Array] = None,
+    search_record: Any = None,
 ) -> ReplayBuffer:
     """Write one position per game (leading axis E) into the current column (`action` and
-    `search_values` default to zeros)."""
+    `search_values` default to zeros). `search_record` must match the buffer's record: both
+    None, or the same pytree with a leading axis E."""
     col = buffer.ptr
+    if (search_record is None) != (buffer.search_record is None):
+        raise ValueError("the search record must match the replay's: the buffer keeps "
+                         f"{'none' if buffer.search_record is None else 'one'}, the search "
+                         f"gave {'none' if search_record is None else 'one'} "
+                         "(Algorithm.init_replay declares it)")
 
     def put(arr, value):
         return jax.lax.dynamic_update_index_in_dim(arr, value.astype(arr.dtype), col, axis=1)
@@ -106,6 +121,7 @@ def add(
         has_target=put(buffer.has_target, jnp.zeros_like(episode_id, jnp.bool_)),
         ptr=(col + 1) % buffer.episode_id.shape[1],
         num_writes=buffer.num_writes + 1,
+        search_record=jax.tree_util.tree_map(put, buffer.search_record, search_record),
     )
 
 
