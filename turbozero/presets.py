@@ -16,6 +16,7 @@ from turbozero.search.selection import MctxPUCT, SpecPUCT
 from turbozero.training.acting import TemperatureSchedule
 from turbozero.training.loop import TrainConfig
 from turbozero.training.muzero import MuZeroConfig
+from turbozero.training.stored_observations import EnvStates
 from turbozero.training.trainer import Optimizer
 
 # Self-play acting schedules (docs/training.md: tau = 1 for the first 30 moves, then
@@ -131,8 +132,11 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
                                      temperature_moves=30, batch_tiers=(8, 32)),
             max_eval_steps=100, eval_opponents=("random",),
         ),
+        # the replay keeps env states, not planes: 512 x 1,024 positions of float32 planes
+        # would be 16.4 GB (31,232 bytes each), as states 0.9 GB (1,722 bytes; docs/chess.md)
         "large": dict(
             num_envs=512, collect_steps=64, train_steps=256, batch_size=256, replay_capacity=1024,
+            replay_observations=EnvStates(),
             num_iterations=10000, eval_every=100, eval_games=256, optimizer=Optimizer(learning_rate=1e-3),
             network={"num_filters": 192, "num_blocks": 15, "value_hidden": 256},
             search=_SPEC_CHESS_SEARCH,

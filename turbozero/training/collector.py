@@ -83,7 +83,7 @@ def collect(
         actions = schedule.act(k_act, targets.policy, s.step_count)
         buf = replay.add(
             buf,
-            s.observation,
+            buf.form.encode(s),
             targets.policy,
             s.legal_action_mask,
             s.current_player,

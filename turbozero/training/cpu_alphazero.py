@@ -23,6 +23,7 @@ from turbozero.search.roots import PUCTRoot
 from turbozero.search.selection import SpecPUCT
 from turbozero.training.algorithms import AlphaZero, register_algorithm
 from turbozero.training.collector import CollectStats
+from turbozero.training.stored_observations import ObservationPlanes
 
 
 def kernel_config(config: CPUSelfPlayConfig) -> TreeSearchConfig:
@@ -63,6 +64,12 @@ class CPUAlphaZero(AlphaZero):
             raise ValueError(f"{env.id}: the CPU path searches deterministic turn-based games "
                              "of at most two players")
 
+    def init_replay(self, num_envs, capacity, states, form=ObservationPlanes()):
+        if not isinstance(form, ObservationPlanes):
+            raise ValueError("the CPU path writes observations into the replay: "
+                             "replay_observations must be ObservationPlanes()")
+        return super().init_replay(num_envs, capacity, states, form)
+
     def check_risk(self, risk) -> None:
         if risk is not None:
             raise ValueError("TrainConfig.risk is not wired into the CPU path (its search has "
@@ -90,7 +97,9 @@ def write_games(buffer, games, num_players: int):
     """The finished games of `cpu_self_play` into the per-game rings (host-side numpy; the CPU
     path's device is the host). Returns (buffer, CollectStats)."""
     host = jax.device_get(buffer)
-    arrays = {f.name: np.array(getattr(host, f.name)) for f in dataclasses.fields(host)}
+    # the array fields (not the absent search record, which the CPU path does not keep)
+    arrays = {f.name: np.array(getattr(host, f.name)) for f in dataclasses.fields(host)
+              if isinstance(getattr(host, f.name), np.ndarray)}
     num_envs, capacity = arrays["episode_id"].shape
     ptr, writes = int(arrays["ptr"]), int(arrays["num_writes"])
     num_games = len(games.terminated)
@@ -122,7 +131,7 @@ def write_games(buffer, games, num_players: int):
         longest = max(longest, first - ptr + len(idx))
     arrays["ptr"] = np.int32((ptr + longest) % capacity)
     arrays["num_writes"] = np.int32(writes + longest)
-    new = type(host)(**{k: jnp.asarray(v) for k, v in arrays.items()})
+    new = host.replace(**{k: jnp.asarray(v) for k, v in arrays.items()})
     new = jax.tree_util.tree_map(
         lambda n, old: jax.device_put(n, old.sharding) if hasattr(old, "sharding") else n,
         new, buffer)

@@ -32,6 +32,7 @@ from turbozero.training.evaluation import match_summary, play_match
 from turbozero.training.metrics import MetricsWriter
 from turbozero.training.risk import SelfPlayRisk
 from turbozero.training.run_config import config_to_json
+from turbozero.training.stored_observations import ObservationPlanes, check_form
 from turbozero.training.trainer import Optimizer, train
 from turbozero.training.types import TrainState
 
@@ -51,6 +52,9 @@ class TrainConfig:
     train_steps: int = 8  # gradient steps per iteration
     batch_size: int = 64
     replay_capacity: int = 64  # positions kept per game
+    # how the replay keeps each position's network input: ObservationPlanes() (the input
+    # itself) or EnvStates() (the env state, observed again when sampled; docs/training.md)
+    replay_observations: Any = ObservationPlanes()
     # the optax chain: clipping, masked weight decay, update rule, learning-rate schedule
     # (trainer.Optimizer; any object with build(total_steps) and check(params))
     optimizer: Any = Optimizer()
@@ -87,6 +91,7 @@ class TrainConfig:
                              f"{type(self.temperature_schedule).__name__}")
         if self.risk is not None and not isinstance(self.risk, SelfPlayRisk):
             raise ValueError(f"risk must be a SelfPlayRisk or None, got {self.risk!r}")
+        check_form(self.replay_observations)
         if not hasattr(self.optimizer, "build"):
             raise ValueError("optimizer must be a trainer.Optimizer (or an object with "
                              f"build(total_steps)), got {self.optimizer!r}")
@@ -201,7 +206,8 @@ class Trainer:
             tx=self.tx,
             batch_stats=variables.get("batch_stats"),
         )
-        buffer = self.algorithm.init_replay(cfg.num_envs, cfg.replay_capacity, col.env_state)
+        buffer = self.algorithm.init_replay(cfg.num_envs, cfg.replay_capacity, col.env_state,
+                                            cfg.replay_observations)
         state = LoopState(train_state=train_state, collector=col, buffer=buffer, key=k_loop,
                           iteration=jnp.zeros((), jnp.int32))
         return self._place(state)

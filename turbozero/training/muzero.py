@@ -121,7 +121,8 @@ def make_batch(buffer: replay.ReplayBuffer, key: jax.Array, batch_size: int,
     player = (buffer.current_player[rows, cols][:, None] + jnp.arange(k + 1)) % num_players
     own_valid = valid[:, :k + 1]
     return MuZeroBatch(
-        observation=buffer.observation[r, wcols[:, :k + 1]],
+        observation=replay.observations(buffer, jnp.broadcast_to(r, (batch_size, k + 1)),
+                                        wcols[:, :k + 1]),
         action=jnp.where(valid[:, :k], buffer.action[r, wcols[:, :k]], 0),
         policy=jnp.where(own_valid[..., None], buffer.policy[r, wcols[:, :k + 1]], 0.0),
         value=value_format.from_seat_values(z, player),

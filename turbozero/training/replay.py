@@ -21,12 +21,13 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from turbozero.training.stored_observations import ObservationPlanes
 from turbozero.training.types import Experience
 
 
 @struct.dataclass
 class ReplayBuffer:
-    observation: jax.Array  # [E, T, *obs]
+    observation: Any  # [E, T, *obs], or the stored form's pytree of [E, T, ...] (`form`)
     policy: jax.Array  # [E, T, *policy] search policy target
     legal_action_mask: jax.Array  # [E, T, *policy] bool
     current_player: jax.Array  # [E, T] int32
@@ -44,6 +45,9 @@ class ReplayBuffer:
     # search_record`): a pytree of [E, T, ...] arrays, e.g. the root WDL average and soft value
     # of a chess search (alphazero-chess.md §6.6); None for algorithms that keep nothing
     search_record: Any = None
+    # how `observation` holds the network input (turbozero.training.stored_observations):
+    # static, bound to the game; `observations()` reads it back as the network's input
+    form: Any = struct.field(pytree_node=False, default=ObservationPlanes())
 
 
 def init_buffer(
@@ -53,14 +57,17 @@ def init_buffer(
     policy_shape: tuple[int, ...],
     num_players: int,
     search_record: Any = None,
+    form: Any = ObservationPlanes(),
 ) -> ReplayBuffer:
-    """An empty buffer; `observation` is one unbatched example (for shape and dtype), and so
-    is each leaf of `search_record` (None: no record is kept)."""
+    """An empty buffer; `observation` is one unbatched example of what `form` stores (for
+    shapes and dtypes; the observation itself by default), and so is each leaf of
+    `search_record` (None: no record is kept)."""
     if capacity < 1:
         raise ValueError(f"replay capacity must be >= 1, got {capacity}")
     et = (num_envs, capacity)
     return ReplayBuffer(
-        observation=jnp.zeros(et + observation.shape, observation.dtype),
+        observation=jax.tree_util.tree_map(
+            lambda x: jnp.zeros(et + jnp.shape(x), jnp.asarray(x).dtype), observation),
         policy=jnp.zeros(et + tuple(policy_shape), jnp.float32),
         legal_action_mask=jnp.zeros(et + tuple(policy_shape), jnp.bool_),
         current_player=jnp.zeros(et, jnp.int32),
@@ -76,6 +83,7 @@ def init_buffer(
         num_writes=jnp.zeros((), jnp.int32),
         search_record=jax.tree_util.tree_map(
             lambda x: jnp.zeros(et + jnp.shape(x), jnp.asarray(x).dtype), search_record),
+        form=form,
     )
 
 
@@ -91,7 +99,8 @@ def add(
     search_values: Optional[jax.Array] = None,
     search_record: Any = None,
 ) -> ReplayBuffer:
-    """Write one position per game (leading axis E) into the current column (`action` and
+    """Write one position per game (leading axis E) into the current column; `observation`
+    is what the buffer's form stores (`buffer.form.encode(states)`; `action` and
     `search_values` default to zeros). `search_record` must match the buffer's record: both
     None, or the same pytree with a leading axis E."""
     col = buffer.ptr
@@ -105,7 +114,7 @@ def add(
         return jax.lax.dynamic_update_index_in_dim(arr, value.astype(arr.dtype), col, axis=1)
 
     return buffer.replace(
-        observation=put(buffer.observation, observation),
+        observation=jax.tree_util.tree_map(put, buffer.observation, observation),
         policy=put(buffer.policy, policy),
         legal_action_mask=put(buffer.legal_action_mask, legal_action_mask),
         current_player=put(buffer.current_player, current_player),
@@ -166,12 +175,19 @@ def sample(buffer: ReplayBuffer, key: jax.Array, batch_size: int) -> Experience:
         return arr[rows, cols]
 
     return Experience(
-        observation=take(buffer.observation),
+        observation=observations(buffer, rows, cols),
         policy=take(buffer.policy),
         legal_action_mask=take(buffer.legal_action_mask),
         returns=take(buffer.returns),
         current_player=take(buffer.current_player),
     )
+
+
+def observations(buffer: ReplayBuffer, rows: jax.Array, cols: jax.Array) -> jax.Array:
+    """The network inputs of slots `(rows, cols)` (int32 arrays of one shape S): [*S, *obs],
+    decoded from the buffer's stored form."""
+    stored = jax.tree_util.tree_map(lambda x: x[rows, cols], buffer.observation)
+    return buffer.form.decode(stored)
 
 
 def consecutive(buffer: ReplayBuffer, env_index: jax.Array, column: jax.Array,
