@@ -105,6 +105,18 @@ def test_changed_search_carries_a_derived_evaluation_search():
     assert cfg.eval_search == small.eval_search
 
 
+def test_a_field_of_a_derived_evaluation_search_can_be_set():
+    """`eval_search.num_simulations=1` on a derived (None) evaluation search starts from the
+    derivation of the self-play search as set on the same command line."""
+    base = get_preset(GAME, "tiny")
+    assert base.eval_search is None
+    cfg = with_overrides(base, parse_overrides(
+        base, ["search.num_simulations=6", "eval_search.num_simulations=1"]))
+    assert cfg.eval_search == dataclasses.replace(
+        evaluation_search(dataclasses.replace(base.search, num_simulations=6)), num_simulations=1)
+    assert cfg.eval_search.root.dirichlet_fraction == 0.0 and cfg.eval_search.temperature == 0.0
+
+
 # ------------------------------------------------------------------------ config JSON
 @pytest.mark.parametrize("game, preset", [("backgammon", "tiny"), ("pyrat", "small"),
                                           ("chess", "large"), (GAME, "tiny")])

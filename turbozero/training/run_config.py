@@ -352,6 +352,12 @@ def parse_overrides(config: Any, pairs: Sequence[str]) -> dict[str, Any]:
             raise ValueError(f"--set {key}: {type(config).__name__} has no field {top!r}; "
                              f"its fields: {', '.join(names)}")
         current = out.get(top, getattr(config, top))
+        if top == "eval_search" and current is None and path:
+            # a field of the derived evaluation search (no noise, temperature 0) of the
+            # self-play search as set so far, e.g. eval_search.num_simulations=1
+            from turbozero.training.algorithms import evaluation_search
+
+            current = evaluation_search(out.get("search", config.search))
         out[top] = _set_path(current, hints.get(top, Any), path, text, key)
     return out
 
