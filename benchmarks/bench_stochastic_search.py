@@ -1,6 +1,7 @@
 """Where the time of backgammon's stochastic search goes.
 
-    python benchmarks/bench_stochastic_search.py
+    python benchmarks/bench_stochastic_search.py          # where mctx's time goes
+    python benchmarks/bench_stochastic_search.py kernel   # the tree kernel against mctx
 
 mctx's `stochastic_muzero_policy` calls the decision function (env `step_deterministic` + a
 network call) AND the chance function (env `step_chance` + a network call) on the whole batch at
@@ -60,5 +61,43 @@ def main(batch: int = 32, sims: int = 16) -> None:
         print(f"| {name} | {t * 1e3:.1f} | {t / t_search:.0%} |")
 
 
+def kernel_vs_mctx(batches=(16, 64), sims=(16, 64), repeats: int = 5) -> None:
+    """Backgammon searches per second: the tree kernel with chance nodes against mctx's
+    `stochastic_muzero_policy`, same env, network (the tiny preset's MLP, 4-way head) and
+    simulations; selection as close as the two allow (PUCT with c 1.25, unvisited children at
+    the parent's value, Dirichlet over the legal moves)."""
+    from turbozero.search import PUCTRoot, SpecPUCT, TreeSearchConfig
+
+    env = envs.make("backgammon")
+    net = MLPNet(num_actions=env.num_actions, value_format=FourWayValue(), hidden_sizes=(64, 64))
+    ev = NetworkEvaluator(net.apply, FourWayValue())
+    print("| batch | simulations | mctx ms | kernel ms | kernel / mctx speed |")
+    print("| --- | --- | --- | --- | --- |")
+    for b in batches:
+        states = jax.vmap(env.init)(jax.random.split(jax.random.PRNGKey(0), b))
+        step = jax.jit(jax.vmap(env.step))
+        for i in range(20):
+            k1, k2 = jax.random.split(jax.random.PRNGKey(i))
+            states = step(states, random_actions(states, k1), jax.random.split(k2, b))
+        variables = net.init(jax.random.PRNGKey(1), states.observation)
+        for n in sims:
+            times = []
+            for cfg in (SearchConfig(num_simulations=n),
+                        TreeSearchConfig(num_simulations=n,
+                                         selection=SpecPUCT(c_puct=1.25, fpu_base=0.0),
+                                         root=PUCTRoot(dirichlet_alpha=0.3,
+                                                       dirichlet_fraction=0.25))):
+                fn = jax.jit(lambda v, s, k, cfg=cfg: search(env, ev, v, s, k, cfg).action)
+                times.append(median_time(lambda: fn(variables, states, jax.random.PRNGKey(3)),
+                                         repeats=repeats))
+            print(f"| {b} | {n} | {times[0] * 1e3:.1f} | {times[1] * 1e3:.1f} | "
+                  f"{times[0] / times[1]:.1f}x |")
+
+
 if __name__ == "__main__":
-    main()
+    import sys
+
+    if sys.argv[1:] == ["kernel"]:
+        kernel_vs_mctx()
+    else:
+        main()

@@ -17,7 +17,7 @@ import numpy as np
 from turbozero.search.kernel import tree_search
 from turbozero.search.roots import GumbelRoot
 from turbozero.search.selection import SpecPUCT
-from turbozero.search.tree import NO_PARENT
+from turbozero.search.tree import NO_PARENT, compact_children
 
 
 @functools.partial(jax.jit, static_argnums=(0, 4))
@@ -54,6 +54,13 @@ class _Node:
         p = np.exp(logits - logits.max()) if len(ids) else logits
         p = p / p.sum() if len(ids) else p
         self.children = [[int(a), float(q), None] for a, q in zip(ids, p)]
+        self.chance = out.chance is not None and bool(out.chance[0])
+        if self.chance:
+            # outcome priors exactly as the kernel holds them (float32, `compact_children`), so
+            # that ties of p / (N + 1) between equally likely outcomes break alike
+            k = max(len(ids), 1)
+            _, p32 = compact_children(out.legal, out.prior_logits, k)
+            self.prior32 = np.asarray(p32[0], np.float32)
 
     def q(self, mover):
         return self.reward[mover] + self.discount * self.value_sum[mover] / self.visits
@@ -174,7 +181,10 @@ def reference_search(model, root_input, config, gumbel=None, params=None, risk=N
                 if node.pending or node.terminal or not node.children or node.visits == 0:
                     leaf = node
                     break
-                if node is root and isinstance(config.root, GumbelRoot):
+                if node.chance:  # mctx's stochastic rule, selections in flight counted
+                    scores = [node.prior32[i] / np.float32((ch.visits + ch.vl if ch else 0) + 1)
+                              for i, (_, _, ch) in enumerate(node.children)]
+                elif node is root and isinstance(config.root, GumbelRoot):
                     scores = _gumbel_scores(root, config.root, gumbel, sims)
                 elif isinstance(sel, SpecPUCT):
                     scores = _spec_scores(node, sel,

@@ -390,7 +390,6 @@ def test_more_legal_actions_than_k_keeps_the_highest_priors():
     (lambda: PUCTRoot(dirichlet_alpha=0.0), "dirichlet_alpha"),
     (lambda: PUCTRoot(dirichlet_fraction=1.5), "dirichlet_fraction"),
     (lambda: GumbelRoot(max_considered=0), "max_considered"),
-    (lambda: EnvModel(envs.make("backgammon"), TTT_EVAL), "chance"),
     (lambda: EnvModel(envs.make("pyrat"), TTT_EVAL), "simultaneous"),
 ])
 def test_invalid_settings_raise(make, match):
@@ -561,3 +560,80 @@ def test_root_wdl_averages_every_leaf_for_the_root_mover():
     # a scalar head has no draw class: no WDL
     result, _ = _kernel(CHESS_MODEL, states, jax.random.PRNGKey(0), config)
     assert result.root_wdl is None
+
+
+# ---------------------------------------------------------------- chance nodes (backgammon)
+BG = envs.make("backgammon")
+BG_MODEL = EnvModel(BG, mctx_policies.NetworkEvaluator(_hash_apply(BG.num_actions)))
+
+
+def _bg_positions(n, plies, seed=0):
+    """Decision states of random games after `plies` random decisions (chance resolved)."""
+    from envs.sampling import uniform_legal_action
+
+    key = jax.random.PRNGKey(seed)
+    s = jax.vmap(BG.init)(jax.random.split(key, n))
+    step = jax.jit(jax.vmap(BG.step))
+    for i in range(plies):
+        k1, k2 = jax.random.split(jax.random.fold_in(key, i))
+        a = jax.vmap(uniform_legal_action)(jax.random.split(k1, n), s.legal_action_mask)
+        s = step(s, a, jax.random.split(k2, n))
+    return s
+
+
+BG_STATES = None
+
+
+def _bg_states():
+    global BG_STATES
+    if BG_STATES is None:
+        BG_STATES = _bg_positions(3, 9)
+    return BG_STATES
+
+
+@pytest.mark.parametrize("config", [
+    TreeSearchConfig(num_simulations=60, root=QUIET),
+    TreeSearchConfig(num_simulations=60, root=QUIET, selection=MctxPUCT()),
+    TreeSearchConfig(num_simulations=62, leaves_per_step=4, root=QUIET),
+], ids=["spec", "mctx", "L4"])
+def test_kernel_matches_python_reference_on_backgammon_with_chance_nodes(config):
+    states = _bg_states()
+    assert not np.asarray(states.is_chance).any()
+    _, tree = check_against_reference(BG_MODEL, states, config)
+    chance = np.asarray(tree.chance)
+    used = np.arange(tree.num_nodes)[None] < np.asarray(tree.next_node)[:, None]
+    assert (chance & used).sum() >= 3  # the searches went through chance nodes
+
+
+def test_chance_nodes_share_their_visits_by_the_roll_probabilities():
+    """At a well-visited chance node each roll's share of the visits follows its probability
+    (1/36 for doubles, 2/36 for the others): the rule picks argmax p / (N + 1)."""
+    config = TreeSearchConfig(num_simulations=400, root=QUIET)
+    _, tree = _kernel(BG_MODEL, _bg_states(), jax.random.PRNGKey(0), config)
+    one = jax.tree_util.tree_map(lambda x: x[0], _bg_states())
+    probs = np.asarray(BG.chance_outcome_probs(one.replace(is_chance=jnp.bool_(True))))
+    np.testing.assert_allclose(probs.sum(), 1.0, atol=1e-6)  # the 21 rolls, any chance state
+    checked = 0
+    for b in range(tree.batch_size):
+        for n in np.flatnonzero(np.asarray(tree.chance[b])):
+            if n >= int(tree.next_node[b]) or int(tree.node_visits[b, n]) < 60:
+                continue
+            kids = np.asarray(tree.children_index[b, n])
+            actions = np.asarray(tree.children_action[b, n])
+            visits = np.array([int(tree.node_visits[b, k]) if k >= 0 else 0 for k in kids])
+            total = visits.sum()
+            expected = np.array([probs[a] if a >= 0 else 0.0 for a in actions]) * total
+            assert np.all(np.abs(visits - expected) <= 1.0 + 1e-6), (visits, expected)
+            checked += 1
+    assert checked >= 1
+
+
+def test_a_chance_root_is_refused():
+    s = _bg_states()
+    rolled = jax.tree_util.tree_map(lambda x: x[:1], s)
+    before_roll = rolled.replace(is_chance=jnp.ones((1,), bool))
+    from turbozero.search import search
+
+    with pytest.raises(ValueError, match="chance outcome"):
+        search(BG, BG_MODEL.evaluator, None, before_roll, jax.random.PRNGKey(0),
+               TreeSearchConfig(num_simulations=4))

@@ -155,6 +155,8 @@ def _write_nodes(
     if tree.raw_wdl is not None:
         tree = tree._replace(
             raw_wdl=tree.raw_wdl.at[b, node].set(_seat_wdl(out, reward), mode="drop"))
+    if tree.chance is not None:
+        tree = tree._replace(chance=tree.chance.at[b, node].set(out.chance, mode="drop"))
     return tree._replace(
         raw_value=tree.raw_value.at[b, node].set(_leaf_value(out), mode="drop"),
         reward=tree.reward.at[b, node].set(reward, mode="drop"),
@@ -199,6 +201,13 @@ def _select_leaves(
                 at_root,
                 root.scores(sel, stats, extra, tv.raw_value[node, mover], n_sims, beta),
                 sel.scores(stats, beta))
+            if tv.chance is not None:
+                # an outcome by probability, the least visited relative to it first: mctx's
+                # stochastic MuZero rule `argmax(p / (N + 1))` (deterministic), with the
+                # selections in flight counted as visits so the L leaves of a step spread
+                by_prob = stats.prior / (stats.visits + stats.virtual_loss + 1).astype(
+                    jnp.float32)
+                scores = jnp.where(tv.chance[node], by_prob, scores)
             slot = masked_argmax(scores, stats.valid)
             stop = tv.terminal[node] | (tv.node_visits[node] == 0) | ~jnp.any(stats.valid)
             child = tv.children_index[node, slot]
@@ -242,7 +251,8 @@ def init_tree(model, params, root_input: Any, config: TreeSearchConfig) -> Tree:
     embedding, out = model.root(params, root_input)
     b = out.value.shape[0]
     tree = empty_tree(b, config.num_nodes, config.children_bound(model), model.num_players,
-                      embedding, with_wdl=out.wdl is not None)
+                      embedding, with_wdl=out.wdl is not None,
+                      with_chance=out.chance is not None)
     rows = jnp.arange(b)
     root = jnp.full((b,), ROOT_INDEX, jnp.int32)
     tree = _write_nodes(tree, rows, root, embedding, out, jnp.zeros_like(out.value),
@@ -419,12 +429,18 @@ def tree_search(
     return result, tree
 
 
-def _check_children_bound(states, k: int) -> None:
-    """ValueError if a concrete root has more legal actions than K (traced roots: unchecked;
-    inside jit a node keeps its K highest-prior actions, `tree.compact_children`)."""
+def _check_roots(states, k: int) -> None:
+    """ValueError if a concrete root has more legal actions than K or waits for a chance
+    outcome (traced roots: unchecked; inside jit a node keeps its K highest-prior actions,
+    `tree.compact_children`)."""
     legal = states.legal_action_mask
     if isinstance(legal, jax.core.Tracer):
         return
+    is_chance = getattr(states, "is_chance", None)
+    if is_chance is not None and np.any(np.asarray(is_chance)
+                                        & ~np.asarray(states.terminated | states.truncated)):
+        raise ValueError("a root state waits for a chance outcome: search decision states "
+                         "(resolve the chance event first, env.step_chance)")
     live = ~np.asarray(states.terminated | states.truncated)  # terminal masks are all True
     counts = np.asarray(legal).reshape(live.size, -1).sum(-1)[live.reshape(-1)]
     if counts.size and counts.max() > k:
@@ -441,7 +457,7 @@ def search_env(env, evaluator, variables, states, key: jax.Array,
     `config.temperature` and the others take the most visited action (docs/training.md).
     `risk_beta`: float32[B, P] per-seat betas (`tree_search`)."""
     model = EnvModel(env, evaluator)
-    _check_children_bound(states, config.children_bound(model))
+    _check_roots(states, config.children_bound(model))
     temperature = jnp.full(states.step_count.shape, config.temperature, jnp.float32)
     if config.temperature_moves is not None:
         temperature = jnp.where(states.step_count < config.temperature_moves, temperature, 0.0)

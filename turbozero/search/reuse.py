@@ -71,6 +71,7 @@ def _subtree_of_one(tree: Tree, action: jax.Array, room: int) -> Tree:
         next_node=count * keep.any(),
         raw_wdl=None if tree.raw_wdl is None else move(tree.raw_wdl, 0.0),
         wdl_sum=None if tree.wdl_sum is None else move(tree.wdl_sum, 0.0),
+        chance=None if tree.chance is None else move(tree.chance, False),
     )
 
 

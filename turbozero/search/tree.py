@@ -47,6 +47,9 @@ class Tree(NamedTuple):
     # backup adds the same vector at every node of a path (no W/L swap per ply).
     raw_wdl: Any = None  # float32[B, N, 3] the node's own evaluation (terminal: its outcome)
     wdl_sum: Any = None  # float32[B, N, 3] sum over the node's visits of the leaves' raw_wdl
+    # models with chance events, else None: the node waits for a chance outcome; its slots
+    # hold outcome ids with their probabilities as priors
+    chance: Any = None  # bool[B, N]
 
     @property
     def batch_size(self) -> int:
@@ -67,10 +70,11 @@ class Tree(NamedTuple):
 
 def empty_tree(
     batch_size: int, num_nodes: int, max_children: int, num_players: int, embedding_like: Any,
-    with_wdl: bool = False,
+    with_wdl: bool = False, with_chance: bool = False,
 ) -> Tree:
     """A tree with every node free; `embedding_like` is one node's embedding batch `[B, ...]`;
-    `with_wdl` allocates the win/draw/loss sums (two-player models with a draw class)."""
+    `with_wdl` allocates the win/draw/loss sums (two-player models with a draw class),
+    `with_chance` the chance-node flags (models with chance events)."""
     b, n, k, p = batch_size, num_nodes, max_children, num_players
     emb = jax.tree_util.tree_map(
         lambda x: jnp.zeros((b, n) + x.shape[1:], x.dtype), embedding_like)
@@ -93,6 +97,7 @@ def empty_tree(
         next_node=jnp.zeros((b,), jnp.int32),
         raw_wdl=jnp.zeros((b, n, 3), jnp.float32) if with_wdl else None,
         wdl_sum=jnp.zeros((b, n, 3), jnp.float32) if with_wdl else None,
+        chance=jnp.zeros((b, n), jnp.bool_) if with_chance else None,
     )
 
 
