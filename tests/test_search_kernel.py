@@ -637,3 +637,21 @@ def test_a_chance_root_is_refused():
     with pytest.raises(ValueError, match="chance outcome"):
         search(BG, BG_MODEL.evaluator, None, before_roll, jax.random.PRNGKey(0),
                TreeSearchConfig(num_simulations=4))
+
+
+def _uniform_ttt(variables, obs):
+    return jnp.zeros((obs.shape[0], TTT.num_actions)), jnp.zeros((obs.shape[0],))
+
+
+def test_gumbel_root_breaks_exact_ties_at_random():
+    """Uniform priors and values, no Gumbel noise (as in evaluation): the considered moves tie
+    exactly, and the move played is drawn among them, not always the lowest slot."""
+    model = EnvModel(TTT, mctx_policies.NetworkEvaluator(_uniform_ttt))
+    config = TreeSearchConfig(num_simulations=8, root=GumbelRoot(max_considered=4,
+                                                                  gumbel_scale=0.0))
+    states = _stack([_play(TTT, [])] * 16)
+    actions = set()
+    for seed in range(4):
+        result, _ = _kernel(model, states, jax.random.PRNGKey(seed), config)
+        actions |= set(np.asarray(result.action).tolist())
+    assert len(actions) > 1, actions

@@ -318,6 +318,16 @@ def _risk_value(stats, beta, bounds) -> jax.Array:
     return jnp.where((s > 0) & (beta[:, 0] != 0.0), value, 0.0)
 
 
+def _random_argmax(key: jax.Array, score: jax.Array, valid: jax.Array) -> jax.Array:
+    """int32[B]: a slot of highest `score` (float32[B, K]) among `valid` ones, exact ties drawn
+    uniformly (the lowest valid slot where none is valid)."""
+    best = jnp.max(jnp.where(valid, score, -jnp.inf), axis=-1, keepdims=True)
+    tied = valid & (score == best)
+    pick = jax.random.categorical(key, jnp.where(tied, 0.0, -jnp.inf), axis=-1)
+    return jnp.where(jnp.any(tied, axis=-1), pick.astype(jnp.int32),
+                     jax.vmap(masked_argmax)(score, valid))
+
+
 def _act(tree: Tree, extra: RootExtra, config: TreeSearchConfig, key: jax.Array,
          temperature: jax.Array, num_actions: int):
     """(action int32[B], policy float32[B, K] over the root slots)."""
@@ -329,7 +339,7 @@ def _act(tree: Tree, extra: RootExtra, config: TreeSearchConfig, key: jax.Array,
         sigma = jax.vmap(config.root.completed_q)(stats, raw_mover)  # [B, K]
         most = stats.visits.max(-1)
         score = jax.vmap(config.root.considered_score)(stats.visits, most, extra, sigma)
-        slot = jax.vmap(masked_argmax)(score, valid)
+        slot = _random_argmax(jax.random.fold_in(key, 1), score, valid)
         policy = jax.nn.softmax(jnp.where(valid, extra.logits + sigma, -jnp.inf), axis=-1)
         return slot, jnp.where(valid, policy, 0.0)
     visits = stats.visits.astype(jnp.float32)
@@ -339,12 +349,8 @@ def _act(tree: Tree, extra: RootExtra, config: TreeSearchConfig, key: jax.Array,
     # Paco Sako moves tied in 440 of 640 positions, and always taking the lowest action id made
     # the evaluated agent finish and win fewer games against random (issue 18; docs/benchmarks.md,
     # "Paco Sako on the kernel"). A separate key keeps the tau > 0 draws as they were.
-    most = visits.max(-1, keepdims=True)  # [B, 1]
-    tied = valid & (visits == most) & (visits > 0)  # [B, K]
-    tie_logits = jnp.where(tied, 0.0, -jnp.inf)
-    tie_pick = jax.random.categorical(jax.random.fold_in(key, 1), tie_logits, axis=-1)
-    greedy = jnp.where(jnp.any(tied, axis=-1), tie_pick.astype(jnp.int32),
-                       jax.vmap(masked_argmax)(visits, valid))
+    greedy = _random_argmax(jax.random.fold_in(key, 1), jnp.where(visits > 0, visits, -1.0),
+                            valid)
     t = jnp.maximum(temperature, 1e-6)[:, None]
     logits = jnp.where(valid & (visits > 0), jnp.log(jnp.maximum(visits, 1e-30)) / t, -jnp.inf)
     sampled = jax.random.categorical(key, logits, axis=-1).astype(jnp.int32)
