@@ -122,7 +122,7 @@ def build_network(spec: GameSpec, env: Env, network_config: dict[str, Any]) -> n
             raise ValueError(f"unknown MLP network options: {sorted(cfg)}")
         return MLPNet(env.num_actions, spec.value_format, hidden_sizes=sizes)
     if spec.trunk == "resnet":
-        allowed = {"num_filters", "num_blocks", "value_hidden"}
+        allowed = {"num_filters", "num_blocks", "value_hidden", "compute_dtype"}
         if set(cfg) - allowed:
             raise ValueError(f"unknown ResNet network options: {sorted(set(cfg) - allowed)}")
         return ResNet(env.num_actions, spec.value_format, **cfg)
