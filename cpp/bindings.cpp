@@ -111,6 +111,15 @@ class PySearchTree {
     tree_.sample_root_noise(rng);
   }
 
+  // the action the self-play workers would play at `temperature`, drawn with `seed`
+  int32_t choose_action(double temperature, uint64_t seed) const {
+    const tz::Node* r = tree_.root();
+    if (r == nullptr || !r->has(tz::kExpanded)) throw std::logic_error("choose_action: no expanded root");
+    if (temperature < 0) throw std::invalid_argument("temperature must be >= 0");
+    std::mt19937_64 rng(seed);
+    return r->children[tree_.choose_child(temperature, rng)].action;
+  }
+
   nb::dict root() const {
     const tz::Node* r = tree_.root();
     if (r == nullptr || !r->has(tz::kExpanded)) throw std::logic_error("root: no expanded root");
@@ -383,6 +392,7 @@ NB_MODULE(_search_cpp, m) {
       .def("simulate", &PySearchTree::simulate, "evaluate"_a, "num_simulations"_a, "leaves_per_step"_a = 1)
       .def("add_root_noise", &PySearchTree::add_root_noise, "eta"_a, "fraction"_a)
       .def("sample_root_noise", &PySearchTree::sample_root_noise, "seed"_a)
+      .def("choose_action", &PySearchTree::choose_action, "temperature"_a, "seed"_a)
       .def("root", &PySearchTree::root)
       .def("dump", &PySearchTree::dump)
       .def("advance", &PySearchTree::advance, "action"_a)

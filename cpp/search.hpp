@@ -175,7 +175,10 @@ class GameTree {
     add_root_noise(eta.data(), n, cfg_.dirichlet_fraction);
   }
 
-  // The root's most visited child (tau = 0), or one drawn with probability N^(1/tau).
+  // The root's most visited child (tau = 0; ties drawn uniformly, as the JAX kernel and mctx
+  // do: with few simulations most visited children often tie, and always taking the lowest slot
+  // made a kernel agent shuffle one piece back and forth, docs/benchmarks.md "Paco Sako on the
+  // kernel"), or one drawn with probability N^(1/tau).
   int32_t choose_child(double temperature, std::mt19937_64& rng) const {
     int32_t n = root_->num_children;
     int32_t best = 0;
@@ -184,7 +187,15 @@ class GameTree {
       uint32_t v = root_->children[i].visits.load(std::memory_order_acquire);
       if (v > most) most = v, best = i;
     }
-    if (temperature <= 0 || most == 0) return best;
+    if (most == 0) return best;
+    if (temperature <= 0) {
+      std::vector<int32_t> tied;
+      for (int32_t i = 0; i < n; ++i)
+        if (root_->children[i].visits.load(std::memory_order_acquire) == most) tied.push_back(i);
+      if (tied.size() == 1) return best;
+      std::uniform_int_distribution<size_t> pick(0, tied.size() - 1);
+      return tied[pick(rng)];
+    }
     std::vector<double> w(n);
     for (int32_t i = 0; i < n; ++i) {
       uint32_t v = root_->children[i].visits.load(std::memory_order_acquire);

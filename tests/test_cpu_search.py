@@ -434,3 +434,27 @@ def test_missing_extension_leaves_jax_working_and_the_cpu_path_raises(monkeypatc
 
     state = envs.make("pgx/tic_tac_toe").init(jax.random.PRNGKey(0))
     assert int(state.legal_action_mask.sum()) == 9
+
+
+def _flat_evaluator(parent, action, dest):
+    """Four legal actions everywhere with equal priors and value 0: visits tie."""
+    b = len(parent)
+    acts = np.tile(np.array([0, 1, 2, 3, NO_ACTION, NO_ACTION, NO_ACTION], np.int32), (b, 1))
+    pri = np.tile(np.array([0.25] * 4 + [0.0] * 3, np.float32), (b, 1))
+    return acts, pri, np.zeros(b, np.float32), np.zeros(b, np.int32) + (parent != NEW_GAME), \
+        np.zeros(b, bool)
+
+
+def test_the_most_visited_move_is_drawn_among_ties():
+    """At temperature 0 the workers play the most visited child, ties drawn uniformly (as the
+    JAX kernel and mctx do), not always the lowest slot."""
+    tree = SearchTree(CPUSearchConfig(fpu_base=0.0, dirichlet_fraction=0.0),
+                      nodes_per_block=256, max_blocks=64, num_slots=4096)
+    tree.start(_flat_evaluator)
+    tree.simulate(_flat_evaluator, 8)
+    visits = tree.root().visits
+    assert list(visits) == [2, 2, 2, 2]
+    picks = {tree.choose_action(0.0, seed) for seed in range(32)}
+    assert picks == {0, 1, 2, 3}
+    with pytest.raises(ValueError, match="temperature"):
+        tree.choose_action(-1.0, 0)

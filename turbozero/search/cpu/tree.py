@@ -186,6 +186,13 @@ class SearchTree:
         prior (for tests)."""
         return self._tree.dump()
 
+    def choose_action(self, temperature: float, seed: int) -> int:
+        """The root action the self-play workers play at `temperature` (0: the most visited,
+        ties drawn uniformly; else visits^(1/tau)), drawn with `seed`."""
+        if temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {temperature}")
+        return int(self._tree.choose_action(float(temperature), int(seed)))
+
     def advance(self, action: int) -> None:
         """Play `action`: its subtree becomes the tree (the rest is freed in O(1))."""
         self._tree.advance(int(action))
