@@ -12,12 +12,12 @@ import pytest
 import envs
 from turbozero.search.cpu import cpu_search_available
 
-# slow: moved out of the default suite while hunting a crash of full-suite runs inside XLA
-# (2026-11-23); the crash happened without this file too and went away with the per-file jit
-# cache release in conftest.py, so it can come back once a full run with it passes
-pytestmark = [pytest.mark.skipif(not cpu_search_available(),
-                                 reason="the C++ extension is not built (pip install -e .)"),
-              pytest.mark.slow]
+# back in the default suite (12-16 s): it was moved out while hunting a crash of full-suite runs
+# inside XLA (2026-11-23), which happened without this file too and went away with the per-file
+# jit cache release in conftest.py; the C++ path runs clean under ASan/UBSan and TSan
+# (tests/test_cpu_search_sanitizers.py)
+pytestmark = pytest.mark.skipif(not cpu_search_available(),
+                                reason="the C++ extension is not built (pip install -e .)")
 
 SMALL = dict(num_iterations=2, eval_every=2, eval_games=8, checkpoint_every=0)
 
