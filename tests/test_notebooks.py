@@ -78,3 +78,24 @@ def test_gomoku3_notebook():
     assert "improved policy on the two winning cells" in text
     assert sum("image/svg+xml" in o.get("data", {}) for o in outputs) == 1  # the 100x100 board
     assert _images(outputs) >= 4  # planes, search heatmaps, curves, trained policy
+
+
+def test_chess_notebook():
+    import io
+    import re
+
+    import chess.pgn
+
+    outputs = run_notebook("chess.ipynb", TURBOZERO_NOTEBOOK_SIMS="24",
+                           TURBOZERO_NOTEBOOK_PLIES="6")
+    text = _text(outputs)
+    assert sum("image/svg+xml" in o.get("data", {}) for o in outputs) == 1  # the board
+    assert _images(outputs) >= 1  # the visit distribution
+    w, d, l, total = map(float, re.search(
+        r"win ([\d.]+)  draw ([\d.]+)  loss ([\d.]+)  \(sum ([\d.]+)\)", text).groups())
+    assert abs(w + d + l - 1.0) < 2e-3 and abs(total - 1.0) < 1e-3
+    assert all(f"risk {b}" in text for b in ("-0.5", "+0.0", "+0.5"))
+    pgn = text[text.index("[Event"):text.index("plies read back")]
+    game = chess.pgn.read_game(io.StringIO(pgn))
+    assert len(list(game.mainline_moves())) == 6
+    assert "plies read back by python-chess: 6" in text
