@@ -1,9 +1,13 @@
 """Search simulations/s, self-play positions/s and training samples/s for one game.
 
     python benchmarks/bench_training.py --game backgammon --preset tiny
+    python benchmarks/bench_training.py --game chess --preset large --memory
 
 Each figure is the median of `--repeats` timed calls after a compile call, on the preset's
-shapes (override with --num-envs / --simulations).
+shapes (override with --num-envs / --simulations / --collect-steps / --train-steps /
+--batch-size). `--memory` runs nothing: it builds the loop state abstractly (`jax.eval_shape`,
+no allocation), compiles one self-play iteration and one training iteration at the preset's
+full shapes and prints XLA's `memory_analysis()` of each and the replay's size.
 """
 
 from __future__ import annotations
@@ -25,20 +29,27 @@ def main() -> None:
     p.add_argument("--preset", default="tiny")
     p.add_argument("--num-envs", type=int, default=None)
     p.add_argument("--simulations", type=int, default=None)
+    p.add_argument("--collect-steps", type=int, default=None)
+    p.add_argument("--train-steps", type=int, default=None)
+    p.add_argument("--batch-size", type=int, default=None)
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--memory", action="store_true")
     args = p.parse_args()
     overrides = {"eval_every": 0, "eval_opponents": (), "checkpoint_every": 0}
-    if args.num_envs:
-        overrides["num_envs"] = args.num_envs
+    for name in ("num_envs", "collect_steps", "train_steps", "batch_size"):
+        if getattr(args, name):
+            overrides[name] = getattr(args, name)
     cfg = get_preset(args.game, args.preset, **overrides)
     if args.simulations:
         import dataclasses
 
         cfg = dataclasses.replace(cfg, search=dataclasses.replace(cfg.search, num_simulations=args.simulations))
+    if args.memory:
+        return memory(cfg, args)
     trainer = Trainer(cfg)
     variables = trainer.variables(trainer.state.train_state)
     states = trainer.state.collector.env_state
-    search_jit = jax.jit(lambda v, s, k: search(trainer.env, trainer.evaluator, v, s, k, cfg.search))
+    search_jit = jax.jit(lambda v, s, k: search(trainer.env, trainer.algorithm.evaluator, v, s, k, cfg.search))
     t_search = median_time(lambda: search_jit(variables, states, jax.random.PRNGKey(0)).action, args.repeats)
 
     def collect():
@@ -65,7 +76,42 @@ def main() -> None:
     print(f"| {'measure':<24} | {'value':>12} | shapes |")
     print(f"| {'-'*24} | {'-'*12} | --- |")
     for name, value, note in rows:
-        print(f"| {name:<24} | {value:>12,.0f} | {note} |")
+        print(f"| {name:<24} | {value:>12,.{0 if value >= 100 else 2}f} | {note} |")
+
+
+class _AbstractTrainer(Trainer):
+    """A Trainer whose loop state is shapes only (nothing allocated)."""
+
+    def init_state(self):
+        return jax.eval_shape(super().init_state)
+
+
+def _gb(n: float) -> str:
+    return f"{n / 2**30:.2f} GiB"
+
+
+def memory(cfg, args) -> None:
+    trainer = _AbstractTrainer(cfg)
+    state = trainer.state
+
+    def nbytes(tree):
+        return sum(x.size * x.dtype.itemsize for x in jax.tree_util.tree_leaves(tree))
+
+    replay = nbytes(state.buffer)
+    positions = cfg.num_envs * cfg.replay_capacity
+    print(f"game={args.game} preset={args.preset} ({jax.devices()[0].platform}, compiled only)")
+    print(f"loop state {_gb(nbytes(state))}; replay {_gb(replay)} = {positions:,} positions x "
+          f"{replay / positions:,.0f} bytes")
+    print("| step | temporaries | arguments | outputs | aliased (donated) |")
+    print("| --- | --- | --- | --- | --- |")
+    for name, fn, what in (("self-play iteration", trainer._collect,
+                            f"{cfg.num_envs} games x {cfg.collect_steps} moves"),
+                           ("training iteration", trainer._train,
+                            f"{cfg.train_steps} steps x batch {cfg.batch_size}")):
+        m = fn.lower(state).compile().memory_analysis()
+        print(f"| {name} ({what}) | {_gb(m.temp_size_in_bytes)} | "
+              f"{_gb(m.argument_size_in_bytes)} | {_gb(m.output_size_in_bytes)} | "
+              f"{_gb(m.alias_size_in_bytes)} |")
 
 
 if __name__ == "__main__":
