@@ -2,6 +2,7 @@
 // Python-facing wrappers with argument checks live in turbozero/search/cpu/.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -45,22 +46,41 @@ struct Batch {
   BoolVec terminal;
   size_t n;
   size_t k;
+  F32Mat wdl;  // [B, 3], or empty (ndim 0 handle) when the evaluator gives none
+  bool has_wdl = false;
 };
 
 // The evaluator's answer: (actions int32[B, K], priors float32[B, K], value float32[B],
-// player int32[B], terminal bool[B]); shapes are checked against the B requests.
+// player int32[B], terminal bool[B][, wdl float32[B, 3]]); shapes are checked against the B
+// requests.
 Batch unpack(nb::handle result, size_t n) {
   nb::tuple t = nb::cast<nb::tuple>(result);
-  if (t.size() != 5)
-    throw std::invalid_argument("evaluator must return (actions, priors, value, player, terminal)");
+  if (t.size() != 5 && t.size() != 6)
+    throw std::invalid_argument("evaluator must return (actions, priors, value, player, terminal[, wdl])");
   Batch b{nb::cast<I32Mat>(t[0]), nb::cast<F32Mat>(t[1]), nb::cast<F32Vec>(t[2]),
           nb::cast<I32Vec>(t[3]), nb::cast<BoolVec>(t[4]), n, 0};
   b.k = b.actions.shape(1);
+  if (t.size() == 6) {
+    b.wdl = nb::cast<F32Mat>(t[5]);
+    b.has_wdl = true;
+    if (b.wdl.shape(0) != n || b.wdl.shape(1) != 3)
+      throw std::invalid_argument("evaluator wdl must be float32[" + std::to_string(n) + ", 3]");
+  }
   if (b.actions.shape(0) != n || b.priors.shape(0) != n || b.priors.shape(1) != b.k ||
       b.value.shape(0) != n || b.player.shape(0) != n || b.terminal.shape(0) != n)
     throw std::invalid_argument("evaluator returned arrays of the wrong shape for " + std::to_string(n) +
                                 " requests");
   return b;
+}
+
+nb::dict wdl_dict(const tz::RootWDL& w) {
+  nb::dict d;
+  const double n = w.count > 0 ? static_cast<double>(w.count) : 1.0;
+  d["win"] = w.win / n;
+  d["draw"] = w.draw / n;
+  d["loss"] = w.loss / n;
+  d["count"] = w.count;
+  return d;
 }
 
 // A single game's tree searched with a Python evaluator called from this thread.
@@ -143,8 +163,11 @@ class PySearchTree {
     d["root_visits"] = r->visits.load();
     d["player"] = static_cast<int>(r->player);
     d["state_slot"] = r->state_slot;
+    d["wdl"] = wdl_dict(tree_.root_wdl());
     return d;
   }
+
+  double soft_value(double beta) const { return tree_.soft_value(beta); }
 
   // Every node in depth-first order: parent index (-1 at the root), action, visits, sums.
   nb::dict dump() const {
@@ -221,7 +244,8 @@ class PySearchTree {
         pri.push_back(b.priors(i, j));
       }
       tz::Evaluation ev{acts.data(), pri.data(), static_cast<int32_t>(acts.size()), b.value(i),
-                        b.player(i), b.terminal(i)};
+                        b.player(i), b.terminal(i),
+                        b.has_wdl ? b.wdl.data() + 3 * i : nullptr};
       tree_.complete(reqs[i], ev);
     }
   }
@@ -256,14 +280,17 @@ class PyCoordinator {
     return n;
   }
 
-  void submit_results(I32Mat actions, F32Mat priors, F32Vec value, I32Vec player, BoolVec terminal) {
+  void submit_results(I32Mat actions, F32Mat priors, F32Vec value, I32Vec player, BoolVec terminal,
+                      std::optional<F32Mat> wdl) {
     const size_t n = value.shape(0);
     if (actions.shape(0) != n || priors.shape(0) != n || priors.shape(1) != actions.shape(1) ||
-        player.shape(0) != n || terminal.shape(0) != n)
+        player.shape(0) != n || terminal.shape(0) != n ||
+        (wdl && (wdl->shape(0) != n || wdl->shape(1) != 3)))
       throw std::invalid_argument("submit_results: arrays of inconsistent shapes");
     nb::gil_scoped_release release;
     c_.queue().submit_results(actions.data(), priors.data(), static_cast<int32_t>(actions.shape(1)),
-                              value.data(), player.data(), terminal.data(), static_cast<int32_t>(n));
+                              value.data(), player.data(), terminal.data(), static_cast<int32_t>(n),
+                              wdl ? wdl->data() : nullptr);
   }
 
   void stop() { c_.queue().stop(); }
@@ -286,6 +313,8 @@ class PyCoordinator {
         d["actions"] = to_numpy(m.actions);
         d["visits"] = to_numpy(m.visits);
         d["root_value"] = m.root_value;
+        d["root_wdl"] = wdl_dict(m.root_wdl);
+        d["soft_value"] = m.soft_value;
         d["outcome"] = r.outcome_for(m.player);
         moves.append(d);
       }
@@ -394,6 +423,7 @@ NB_MODULE(_search_cpp, m) {
       .def("sample_root_noise", &PySearchTree::sample_root_noise, "seed"_a)
       .def("choose_action", &PySearchTree::choose_action, "temperature"_a, "seed"_a)
       .def("root", &PySearchTree::root)
+      .def("soft_value", &PySearchTree::soft_value, "beta"_a)
       .def("dump", &PySearchTree::dump)
       .def("advance", &PySearchTree::advance, "action"_a)
       .def_prop_ro("nodes_used", &PySearchTree::nodes_used)
@@ -407,7 +437,7 @@ NB_MODULE(_search_cpp, m) {
       .def_prop_ro("num_state_slots", &PyCoordinator::num_state_slots)
       .def("collect", &PyCoordinator::collect, "parent"_a, "action"_a, "dest"_a, "max_batch"_a, "timeout_s"_a)
       .def("submit_results", &PyCoordinator::submit_results, "actions"_a, "priors"_a, "value"_a,
-           "player"_a, "terminal"_a)
+           "player"_a, "terminal"_a, "wdl"_a = nb::none())
       .def("stop", &PyCoordinator::stop)
       .def("join", &PyCoordinator::join)
       .def("records", &PyCoordinator::records)

@@ -66,6 +66,8 @@ struct MoveRecord {
   std::vector<int32_t> actions;   // the root's legal actions
   std::vector<uint32_t> visits;   // their visit counts (the policy target up to normalisation)
   double root_value;              // root mean value for the mover
+  RootWDL root_wdl;               // average WDL of the root's evaluations (count 0: no WDL head)
+  double soft_value;              // LogSumExp soft value at the mover's beta (0 at beta 0)
 };
 
 struct GameRecord {
@@ -192,7 +194,7 @@ class Coordinator {
             for (Result& r : results) {
               auto& [game, leaf] = out.at(r.token);
               Evaluation ev{r.actions.data(), r.priors.data(), static_cast<int32_t>(r.actions.size()),
-                            r.value, r.player, r.terminal};
+                            r.value, r.player, r.terminal, r.has_wdl ? r.wdl.data() : nullptr};
               const bool was_root = leaf.leaf == game->tree.root() && !game->tree.root_ready();
               game->tree.complete(leaf, ev);
               if (was_root) {
@@ -237,6 +239,8 @@ class Coordinator {
     rec.player = root->player;
     rec.root_slot = root->state_slot;
     rec.root_value = root->mean();  // a root's sums are for its own mover
+    rec.root_wdl = tree.root_wdl();
+    rec.soft_value = tree.soft_value(tree.config().risk_beta);
     for (int32_t i = 0; i < root->num_children; ++i) {
       rec.actions.push_back(root->children[i].action);
       rec.visits.push_back(root->children[i].visits.load(std::memory_order_acquire));

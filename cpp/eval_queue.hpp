@@ -11,6 +11,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -49,6 +50,8 @@ struct Result {
   float value = 0.0f;
   int32_t player = 0;
   bool terminal = false;
+  bool has_wdl = false;                 // the evaluator gave a WDL head's probabilities
+  std::array<float, 3> wdl{0, 0, 0};   // [win, draw, loss] for `player`
 };
 
 class EvalQueue {
@@ -136,8 +139,10 @@ class EvalQueue {
   int32_t batch_size() const { return static_cast<int32_t>(batch_.size()); }
 
   // Results of the collected batch: actions/priors [n, k] (kNoAction pads), value/player/terminal [n].
+  // wdl: float32[n, 3] [win, draw, loss] for each state's mover, or nullptr (no WDL head).
   void submit_results(const int32_t* actions, const float* priors, int32_t k, const float* value,
-                      const int32_t* player, const bool* terminal, int32_t n) {
+                      const int32_t* player, const bool* terminal, int32_t n,
+                      const float* wdl = nullptr) {
     if (n != static_cast<int32_t>(batch_.size()))
       throw std::invalid_argument("submit_results: " + std::to_string(n) + " results for a batch of " +
                                   std::to_string(batch_.size()));
@@ -150,6 +155,10 @@ class EvalQueue {
       r.value = value[i];
       r.player = player[i];
       r.terminal = terminal[i];
+      if (wdl != nullptr) {
+        r.has_wdl = true;
+        for (int c = 0; c < 3; ++c) r.wdl[c] = wdl[static_cast<size_t>(i) * 3 + c];
+      }
       for (int32_t j = 0; j < k; ++j) {
         const int32_t a = actions[static_cast<size_t>(i) * k + j];
         if (a == kNoAction) continue;

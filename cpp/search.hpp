@@ -13,6 +13,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -55,7 +56,8 @@ struct LeafRequest {
   int32_t dest_slot = kNoStateSlot;
 };
 
-// The evaluation of one state: legal actions with their priors, the value for the player to move.
+// The evaluation of one state: legal actions with their priors, the value for the player to move,
+// and optionally a WDL head's [win, draw, loss] probabilities for that player (nullptr: none).
 struct Evaluation {
   const int32_t* actions = nullptr;
   const float* priors = nullptr;
@@ -63,6 +65,13 @@ struct Evaluation {
   float value = 0.0f;
   int32_t player = 0;
   bool terminal = false;
+  const float* wdl = nullptr;
+};
+
+// The root's average WDL over the evaluations backed up through it, for the root's mover.
+struct RootWDL {
+  double win = 0.0, draw = 0.0, loss = 0.0;
+  uint32_t count = 0;  // evaluations averaged (0: no WDL was given)
 };
 
 enum class Selected { kLeaf, kTerminal, kCollision };
@@ -92,6 +101,7 @@ class GameTree {
     pools_[0].reset();
     pools_[1].reset();
     reset_slots();
+    root_wdl_ = RootWDL{};
     root_ = pools_[active_].allocate(1);
     root_->init(nullptr, kNoAction, 1.0f);
     root_->flags.store(kPending, std::memory_order_release);
@@ -113,6 +123,9 @@ class GameTree {
       node->virtual_loss.fetch_add(1, std::memory_order_relaxed);
     }
     if (node->has(kTerminal)) {
+      // a terminal node's WDL is its outcome (win / draw / loss by the sign of its value),
+      // counted again at every visit like the JAX kernel's raw WDL
+      if (with_wdl_) add_root_wdl(outcome_wdl(node->terminal_value).data(), node->player);
       backup(node, node->terminal_value, node->player);
       return Selected::kTerminal;
     }
@@ -148,7 +161,43 @@ class GameTree {
       node->num_children = static_cast<uint16_t>(ev.num_actions);
       node->flags.store(kExpanded, std::memory_order_release);
     }
+    if (ev.wdl != nullptr) {
+      for (int i = 0; i < 3; ++i)
+        if (!std::isfinite(ev.wdl[i]) || ev.wdl[i] < 0)
+          throw std::invalid_argument("evaluator WDL is negative or not finite");
+      with_wdl_ = true;
+      // a terminal state's WDL is its outcome, whatever the head said
+      add_root_wdl(ev.terminal ? outcome_wdl(ev.value).data() : ev.wdl, ev.player);
+    }
     backup(node, ev.value, ev.player);
+  }
+
+  // The average WDL of the evaluations backed up through the root since it became the root
+  // (its own included when it was evaluated as the root; after `advance`, only the new
+  // simulations': the nodes keep no WDL sums, docs/cpu_search.md).
+  const RootWDL& root_wdl() const { return root_wdl_; }
+
+  // LogSumExp soft value of the root for its mover at `beta` (the JAX kernel's `_risk_value`,
+  // alphazero-chess.md §5.10): max_q + log(sum exp(beta (q - max_q))) / beta over the visited
+  // children, q = clamp(mean + beta/2 var); 0 when beta is 0 or no child was visited.
+  double soft_value(double beta) const {
+    if (!root_ready() || beta == 0.0) return 0.0;
+    std::vector<double> qs;
+    for (int32_t i = 0; i < root_->num_children; ++i) {
+      const Node& c = root_->children[i];
+      const uint32_t n = c.visits.load(std::memory_order_acquire);
+      if (n == 0) continue;
+      const double scale = static_cast<double>(kValueScale) * n;
+      const double mean = static_cast<double>(c.value_sum.load(std::memory_order_relaxed)) / scale;
+      const double mean_sq = static_cast<double>(c.value_sq_sum.load(std::memory_order_relaxed)) / scale;
+      const double q = mean + 0.5 * beta * std::max(mean_sq - mean * mean, 0.0);
+      qs.push_back(std::min(std::max(q, cfg_.q_low), cfg_.q_high));
+    }
+    if (qs.empty()) return 0.0;
+    const double max_q = *std::max_element(qs.begin(), qs.end());
+    double s = 0.0;
+    for (double q : qs) s += std::exp(beta * (q - max_q));
+    return max_q + std::log(std::max(s, 1e-30)) / beta;
   }
 
   // Dirichlet noise over the root's legal children: P' = (1 - eps) P + eps * eta.
@@ -238,6 +287,7 @@ class GameTree {
     pools_[active_].reset();
     active_ = 1 - active_;
     root_ = copy;
+    root_wdl_ = RootWDL{};
     free_slots_.clear();
     for (int32_t i = num_slots_ - 1; i >= 0; --i)
       if (!kept[i]) free_slots_.push_back(slot_begin_ + i);
@@ -259,6 +309,19 @@ class GameTree {
     dst->player = src->player;
     dst->flags.store(src->flags.load(std::memory_order_relaxed) & ~kPending,
                      std::memory_order_relaxed);
+  }
+
+  static std::array<float, 3> outcome_wdl(float value) {
+    return {value > 0 ? 1.0f : 0.0f, value == 0 ? 1.0f : 0.0f, value < 0 ? 1.0f : 0.0f};
+  }
+
+  // wdl for `player`, added for the root's mover (win and loss swap across movers: zero-sum)
+  void add_root_wdl(const float* wdl, int32_t player) {
+    const bool same = player == root_->player;
+    root_wdl_.win += same ? wdl[0] : wdl[2];
+    root_wdl_.draw += wdl[1];
+    root_wdl_.loss += same ? wdl[2] : wdl[0];
+    ++root_wdl_.count;
   }
 
   void reset_slots() {
@@ -339,6 +402,8 @@ class GameTree {
   int32_t slot_begin_;
   int32_t num_slots_;
   std::vector<int32_t> free_slots_;
+  RootWDL root_wdl_;
+  bool with_wdl_ = false;  // the evaluator gives WDLs (terminal revisits then count theirs)
 };
 
 }  // namespace tz

@@ -365,9 +365,17 @@ def test_bad_evaluators_and_settings_raise_value_errors():
         acts, pri, val, ply, term = good(p, a, d)
         return np.full_like(acts, NO_ACTION), pri, val, ply, np.zeros_like(term)
 
+    def wdl_of(make):
+        def evaluate(p, a, d):
+            return good(p, a, d) + (make(len(p)),)
+        return evaluate
+
     for bad, msg in ((wrong_shape, "value must be"), (nan_value, "non-finite"),
                      (negative_prior, "priors must be"), (lambda p, a, d: 3, "must return"),
-                     (no_moves, "no legal action")):
+                     (no_moves, "no legal action"),
+                     (wdl_of(lambda b: np.full((b, 2), 0.5)), r"wdl must be \[B=1, 3\]"),
+                     (wdl_of(lambda b: np.full((b, 3), -0.1)), "wdl must be finite and >= 0"),
+                     (wdl_of(lambda b: np.full((b, 3), np.nan)), "wdl must be finite")):
         with pytest.raises(ValueError, match=msg):
             SearchTree(CPUSearchConfig(dirichlet_fraction=0.0)).start(bad)
 

@@ -48,7 +48,17 @@ def game():
 
 
 def _cpp_root_visits(game, state, selection, sims):
-    env, _, step, _, evaluate_one = game
+    tree = _cpp_tree(game, game[4], state, selection, sims)
+    root = tree.root()
+    visits = np.zeros(game[0].num_actions, np.int64)
+    visits[root.actions] = root.visits
+    return visits
+
+
+def _cpp_tree(game, evaluate_one, state, selection, sims):
+    """The C++ tree after `sims` simulations from `state`; `evaluate_one(state)` gives (prior,
+    value, player, terminal, legal[, wdl])."""
+    env, _, step, _, _ = game
     slots = {}
 
     def evaluate(parent, action, dest):
@@ -56,25 +66,27 @@ def _cpp_root_visits(game, state, selection, sims):
         acts = np.full((b, a_n), NO_ACTION, np.int32)
         pri = np.zeros((b, a_n), np.float32)
         val, ply, term = np.zeros(b, np.float32), np.zeros(b, np.int32), np.zeros(b, bool)
+        wdl = np.zeros((b, 3), np.float32)
+        with_wdl = False
         for i in range(b):
             s = state if parent[i] == NEW_GAME else step(slots[int(parent[i])],
                                                           jnp.int32(action[i]))
             slots[int(dest[i])] = s
-            p, v, pl, t, legal = jax.device_get(evaluate_one(s))
+            out = jax.device_get(evaluate_one(s))
+            p, v, pl, t, legal = out[:5]
+            if len(out) == 6:
+                wdl[i], with_wdl = out[5], True
             la = np.zeros(0, int) if t else np.flatnonzero(legal)
             acts[i, :len(la)], pri[i, :len(la)] = la, p[la]
             val[i], ply[i], term[i] = v, pl, t
-        return acts, pri, val, ply, term
+        return (acts, pri, val, ply, term) + ((wdl,) if with_wdl else ())
 
     tree = SearchTree(CPUSearchConfig(c_puct=selection.c_puct, fpu_base=selection.fpu_base,
                                       risk_beta=selection.risk_beta, dirichlet_fraction=0.0),
                       nodes_per_block=64, max_blocks=64, num_slots=1024)
     tree.start(evaluate)
     tree.simulate(evaluate, sims)
-    root = tree.root()
-    visits = np.zeros(env.num_actions, np.int64)
-    visits[root.actions] = root.visits
-    return visits
+    return tree
 
 
 def _compare_with_kernel(game, selections):
@@ -110,6 +122,70 @@ def test_visits_equal_the_jax_tree_kernel_default_and_risk(game):
 
     _compare_with_kernel(game, [SpecPUCT(), SpecPUCT(c_puct=1.2, risk_beta=1.0),
                                 SpecPUCT(c_puct=1.2, fpu_base=0.1, risk_beta=-1.5)])
+
+
+@pytest.fixture(scope="module")
+def wdl_net(game):
+    """The fixed network with a WDL head instead of a scalar value: [win, draw, loss] logits
+    that are another fixed linear function of the board."""
+    env, net, *_ = game
+    d = int(np.prod(env.init(jax.random.PRNGKey(0)).observation.shape))
+    u = jnp.asarray(np.random.default_rng(1).normal(size=(d, 3)) * 0.7, jnp.float32)
+
+    def apply(params, obs):
+        logits, _ = net(params, obs)
+        return logits, obs.reshape(obs.shape[0], -1).astype(jnp.float32) @ u
+
+    return apply
+
+
+def test_root_wdl_and_soft_value_equal_the_jax_tree_kernel(game, wdl_net):
+    """With a WDL head the C++ tree averages the [win, draw, loss] of every evaluation backed up
+    through the root (terminal states: their outcome), for the root's mover, and its LogSumExp
+    soft value at beta is the kernel's `risk_value`: both equal the JAX kernel's on the same
+    positions (alphazero-chess.md §5.8, §5.10)."""
+    from turbozero.networks.value_formats import WDLValue
+    from turbozero.search.kernel import TreeSearchConfig, search_env
+    from turbozero.search.mctx_policies import NetworkEvaluator
+    from turbozero.search.roots import PUCTRoot
+    from turbozero.search.selection import SpecPUCT
+
+    env, _, step, observe, _ = game
+
+    @jax.jit
+    def evaluate_one(state):
+        logits, wdl_logits = wdl_net(None, observe(state)[None])
+        legal = state.legal_action_mask
+        prior = jax.nn.softmax(jnp.where(legal, logits[0], -jnp.inf))
+        wdl = jax.nn.softmax(wdl_logits[0])
+        player = state.current_player.astype(jnp.int32)
+        terminal = state.terminated | state.truncated
+        r = state.rewards[player]
+        outcome = jnp.stack([r > 0, r == 0, r < 0]).astype(jnp.float32)
+        return (prior, jnp.where(terminal, r, wdl[0] - wdl[2]), player, terminal, legal,
+                jnp.where(terminal, outcome, wdl))
+
+    selection = SpecPUCT(c_puct=1.2, fpu_base=0.2, risk_beta=0.5)
+    states = [env.init(jax.random.PRNGKey(0))]
+    for a in (4, 0, 8, 2):
+        states.append(step(states[-1], jnp.int32(a)))
+    batch = jax.tree_util.tree_map(lambda *x: jnp.stack(x),
+                                   *[s.replace(observation=observe(s)) for s in states])
+    cfg = TreeSearchConfig(num_simulations=40, selection=selection,
+                           root=PUCTRoot(dirichlet_fraction=0.0), temperature=0.0)
+    want = jax.device_get(search_env(env, NetworkEvaluator(wdl_net, WDLValue()), None, batch,
+                                     jax.random.PRNGKey(1), cfg))
+    for i, s in enumerate(states):
+        tree = _cpp_tree(game, evaluate_one, s, selection, 40)
+        root = tree.root()
+        visits = np.zeros(env.num_actions, np.int64)
+        visits[root.actions] = root.visits
+        np.testing.assert_array_equal(visits, want.root_visits[i], err_msg=f"ply {i}")
+        np.testing.assert_allclose(root.wdl, want.root_wdl[i], atol=1e-5, err_msg=f"ply {i}")
+        # the C++ sums are fixed point (1e-4 per visit)
+        assert tree.soft_value(0.5) == pytest.approx(float(want.risk_value[i]), abs=2e-3)
+        assert tree.soft_value(0.0) == 0.0
+    assert np.abs(want.risk_value).max() > 0.05  # a real value was compared, not zeros
 
 
 @pytest.fixture(scope="module")
@@ -161,3 +237,47 @@ def test_self_play_bad_settings_and_evaluator_errors(game, pool_evaluator):
     cfg = CPUSelfPlayConfig(num_games=2, num_simulations=8, batch_tiers=(4,), timeout_s=30)
     with pytest.raises(ValueError, match="not finite"):
         cpu_self_play(env, nan_net, None, cfg, jax.random.PRNGKey(0))
+
+
+def test_self_play_records_root_wdl_and_soft_value_into_the_replay(game, wdl_net):
+    """Self-play with a WDL head: every move records the root's WDL average (sums to 1; with a
+    fresh tree per move, W - L is the searched root value of this game that pays at the end)
+    and the LogSumExp soft value at the search's beta, and `write_games` puts both into the
+    replay's search record next to the move."""
+    from turbozero.networks.value_formats import WDLValue
+    from turbozero.search.kernel import TreeSearchConfig
+    from turbozero.search.mctx_policies import NetworkEvaluator
+    from turbozero.training.algorithms import AlphaZero
+    from turbozero.training.cpu_alphazero import write_games
+
+    env = game[0]
+    evaluator = NetworkEvaluator(wdl_net, WDLValue())
+    # slots_per_game 26 = 24 simulations + the root + 1: no kept subtree fits, so every move
+    # starts a fresh tree from the child's state (with reuse the root value also averages the
+    # kept subtree's earlier visits, the WDL only this move's evaluations: docs/cpu_search.md)
+    cfg = CPUSelfPlayConfig(search=CPUSearchConfig(risk_beta=0.5), num_workers=2, num_games=4,
+                            num_simulations=24, temperature_moves=4, slots_per_game=26,
+                            batch_tiers=(4, 8), seed=5)
+    key = jax.random.PRNGKey(3)
+    out = cpu_self_play(env, evaluator, None, cfg, key,
+                        pool_evaluator=make_pool_evaluator(env, evaluator, key))
+    np.testing.assert_allclose(out.root_wdl.sum(-1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(out.root_wdl[:, 0] - out.root_wdl[:, 2], out.root_value,
+                               atol=2e-3)
+    # LogSumExp lies between the best child's Q and that + log(children) / beta
+    assert np.all(np.isfinite(out.soft_value)) and np.any(out.soft_value != 0)
+    assert np.all(out.soft_value <= 1.0 + np.log(9) / 0.5 + 1e-4)
+
+    algo = AlphaZero(env, wdl_net, WDLValue(), TreeSearchConfig(num_simulations=2))
+    states = jax.vmap(env.init)(jax.random.split(key, 4))
+    buffer = algo.init_replay(4, 16, states)
+    assert set(buffer.search_record) == {"root_wdl", "soft_value"}
+    buffer, _ = write_games(buffer, out, env.num_players)
+    rec = jax.device_get(buffer.search_record)
+    for g in range(4):  # game g goes into row g, its moves in order from column 0
+        rows = np.flatnonzero(out.game == g)
+        np.testing.assert_array_equal(rec["root_wdl"][g, :len(rows)], out.root_wdl[rows])
+        np.testing.assert_array_equal(rec["soft_value"][g, :len(rows)], out.soft_value[rows])
+        seat_values = jax.device_get(buffer.search_values)[g, :len(rows)]
+        mover = out.player[rows]
+        np.testing.assert_allclose(seat_values[np.arange(len(rows)), mover], out.root_value[rows])

@@ -11,6 +11,7 @@ import pytest
 
 import envs
 from turbozero.search.cpu import cpu_search_available
+from turbozero.training.stored_policies import LegalPolicy
 
 # back in the default suite (12-16 s): it was moved out while hunting a crash of full-suite runs
 # inside XLA (2026-11-23), which happened without this file too and went away with the per-file
@@ -19,7 +20,10 @@ from turbozero.search.cpu import cpu_search_available
 pytestmark = pytest.mark.skipif(not cpu_search_available(),
                                 reason="the C++ extension is not built (pip install -e .)")
 
-SMALL = dict(num_iterations=2, eval_every=2, eval_games=8, checkpoint_every=0)
+# the replay keeps the legal moves' policy targets (LegalPolicy), so that the CPU path's writer
+# is checked on a stored form other than the dense one
+SMALL = dict(num_iterations=2, eval_every=2, eval_games=8, checkpoint_every=0,
+             replay_policies=LegalPolicy())
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +53,10 @@ def test_games_in_the_replay_replay_through_the_env(trained):
     moves, and every position's returns are the game's final rewards."""
     trainer, _ = trained
     env = envs.make("pgx/tic_tac_toe")
-    buf = jax.device_get(trainer.state.buffer)
+    buffer = trainer.state.buffer
+    assert isinstance(buffer.policy_form, LegalPolicy)
+    policy, legal_mask = jax.device_get(buffer.policy_form.decode(buffer.policy_target))
+    buf = jax.device_get(buffer)
     step = jax.jit(env.step)
     checked = 0
     for row in range(buf.episode_id.shape[0]):
@@ -66,10 +73,10 @@ def test_games_in_the_replay_replay_through_the_env(trained):
                 np.testing.assert_array_equal(np.asarray(state.observation),
                                               buf.observation[row, c])
                 np.testing.assert_array_equal(np.asarray(state.legal_action_mask),
-                                              buf.legal_action_mask[row, c])
+                                              legal_mask[row, c])
                 assert int(state.current_player) == buf.current_player[row, c]
-                assert np.all(buf.policy[row, c][~buf.legal_action_mask[row, c]] == 0)
-                assert buf.policy[row, c].sum() == pytest.approx(1.0, abs=1e-5)
+                assert np.all(policy[row, c][~legal_mask[row, c]] == 0)
+                assert policy[row, c].sum() == pytest.approx(1.0, abs=1e-5)
                 state = step(state, jnp.int32(buf.action[row, c]))
             assert bool(state.terminated | state.truncated)
             for c in cols:

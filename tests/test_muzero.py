@@ -105,7 +105,7 @@ def test_windows_and_n_step_targets_follow_the_spec(buffer, k, n, discount):
             if inside:
                 want = spec_value_target(pos, seat_rewards, root_rel, players, discount, n)
                 np.testing.assert_allclose(batch.value[b, j], want, rtol=1e-5, atol=1e-5)
-                np.testing.assert_allclose(batch.policy[b, j], buffer.policy[row, ep[pos]])
+                np.testing.assert_allclose(batch.policy[b, j], buffer.policy_target.policy[row, ep[pos]])
                 np.testing.assert_array_equal(batch.observation[b, j],
                                               buffer.observation[row, ep[pos]])
             else:
@@ -303,7 +303,7 @@ def test_trainer_runs_muzero_on_three_player_gomoku(tmp_path):
     buf = jax.device_get(trainer.state.buffer)
     assert np.any(buf.search_values != 0)
     written = buf.written
-    assert np.all(buf.legal_action_mask[written, buf.action[written]])
+    assert np.all(buf.policy_target.legal_action_mask[written, buf.action[written]])
     res = trainer.evaluate("random")
     assert res["games"] == 6 and res["finished"] == 6  # 5x5 boards end within 25 moves
     assert res["wins"] + res["draws"] + res["losses"] == 6

@@ -83,11 +83,11 @@ def test_collector_acts_by_the_schedule_and_keeps_the_visit_targets():
                                         jax.random.PRNGKey(1), 2, sched)
     board = np.asarray(col.env_state.step_count)
     assert np.all(board == 2)
-    first = np.asarray(buf.policy[:, 0])
+    first = np.asarray(buf.policy_target.policy[:, 0])
     np.testing.assert_allclose(first, np.tile(target, (n, 1)), rtol=1e-6)
     # move 2 (step_count 1 >= T) is the argmax of what is left: the centre (4) unless taken,
     # where the four 0.1 squares tie
-    second_policy = np.asarray(buf.policy[:, 1])
+    second_policy = np.asarray(buf.policy_target.policy[:, 1])
     assert np.all(second_policy.sum(-1) > 0.99)
     centre_free = second_policy[:, 4] > 0
     # the first move was sampled: not all games opened in the centre
@@ -192,7 +192,8 @@ def test_train_reports_skipped_steps_over_a_replay():
     n = 8
     buf = replay.init_buffer(n, 2, jnp.zeros((1,)), (1,), 1)
     buf = buf.replace(written=jnp.ones((n, 2), bool), has_target=jnp.ones((n, 2), bool),
-                      legal_action_mask=jnp.ones((n, 2, 1), bool), policy=jnp.ones((n, 2, 1)),
+                      policy_target=buf.policy_target.replace(
+                          legal_action_mask=jnp.ones((n, 2, 1), bool), policy=jnp.ones((n, 2, 1))),
                       returns=jnp.where(jnp.arange(n)[:, None, None] % 2 == 0, 0.0, 1.0)
                       * jnp.ones((n, 2, 1)))
     ts = _toy_state({"w": jnp.zeros(3)})

@@ -65,6 +65,21 @@ def test_resume_gives_the_same_next_step(tmp_path):
         np.testing.assert_array_equal(a, b)
 
 
+def test_donated_loop_state_trains_alike(tmp_path, finished_run):
+    """donate_loop_state=True: the same run bit for bit (checkpoints and evaluations included),
+    and a state kept from before a step is freed by it (XLA reused its buffers)."""
+    trainer, _ = finished_run
+    donated = Trainer(_config(donate_loop_state=True), str(tmp_path / "donated"))
+    kept = donated.state.buffer.returns
+    donated.run(progress=False)
+    assert kept.is_deleted()
+    for a, b in zip(_leaves(trainer.state), _leaves(donated.state)):
+        np.testing.assert_array_equal(a, b)
+    assert donated.run_dir.latest_step() == 4
+    with pytest.raises(ValueError, match="donate_loop_state"):
+        _config(donate_loop_state="yes")
+
+
 def test_run_directory_safety(tmp_path, finished_run):
     _, run_dir = finished_run
     foreign = tmp_path / "foreign"

@@ -17,6 +17,7 @@ from turbozero.training.acting import TemperatureSchedule
 from turbozero.training.loop import TrainConfig
 from turbozero.training.muzero import MuZeroConfig
 from turbozero.training.stored_observations import EnvStates
+from turbozero.training.stored_policies import LegalPolicy
 from turbozero.training.trainer import Optimizer
 
 # Self-play acting schedules (docs/training.md: tau = 1 for the first 30 moves, then
@@ -119,6 +120,7 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             search=_kernel(8),
             max_eval_steps=100, eval_opponents=("random",),
             temperature_schedule=_CHESS_LIKE,
+            replay_policies=LegalPolicy(),
         ),
         # the tiny set-up with self-play on the C++ CPU path (docs/cpu_search.md, "Training")
         "cpu": dict(
@@ -131,12 +133,16 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
                                      num_games=32, num_simulations=8, max_moves=100,
                                      temperature_moves=30, batch_tiers=(8, 32)),
             max_eval_steps=100, eval_opponents=("random",),
+            replay_policies=LegalPolicy(),
         ),
         # the replay keeps env states, not planes: 512 x 1,024 positions of float32 planes
-        # would be 16.4 GB (31,232 bytes each), as states 0.9 GB (1,722 bytes; docs/chess.md)
+        # would be 16.4 GB (31,232 bytes each), as states 0.9 GB (1,722 bytes; docs/chess.md);
+        # and the legal moves' policy targets, not dense ones: 12.2 GB (23,360 bytes) -> 0.7 GB
+        # (1,308 bytes). Every chess preset keeps legal-move targets (read back identical).
         "large": dict(
             num_envs=512, collect_steps=64, train_steps=256, batch_size=256, replay_capacity=1024,
-            replay_observations=EnvStates(),
+            replay_observations=EnvStates(), replay_policies=LegalPolicy(),
+            donate_loop_state=True,
             num_iterations=10000, eval_every=100, eval_games=256, optimizer=Optimizer(learning_rate=1e-3),
             network={"num_filters": 192, "num_blocks": 15, "value_hidden": 256},
             search=_SPEC_CHESS_SEARCH,

@@ -101,6 +101,17 @@ def empty_tree(
     )
 
 
+def pack_actions(keep: jax.Array, width: int) -> jax.Array:
+    """int32[M, K]: the ids of the True entries of `keep` bool[M, A], in increasing order, in
+    K = `width` slots padded with NO_ACTION (entries beyond the first K are dropped)."""
+    m, a = keep.shape
+    pos = jnp.cumsum(keep, axis=-1) - 1  # [M, A] slot of each kept action
+    slot = jnp.where(keep & (pos < width), pos, width)  # width: dropped
+    rows = jnp.broadcast_to(jnp.arange(m)[:, None], (m, a))
+    ids = jnp.broadcast_to(jnp.arange(a, dtype=jnp.int32)[None], (m, a))
+    return jnp.full((m, width), NO_ACTION, jnp.int32).at[rows, slot].set(ids, mode="drop")
+
+
 def compact_children(
     legal: jax.Array, logits: jax.Array, max_children: int
 ) -> tuple[jax.Array, jax.Array]:
@@ -115,7 +126,6 @@ def compact_children(
     The top-k runs only when some node of the batch overflows (`lax.cond` on the whole batch),
     because a top-k over thousands of action ids costs more than the rest of an expansion.
     """
-    m, a = legal.shape
     k = max_children
     counts = legal.sum(-1)  # [M]
 
@@ -125,11 +135,7 @@ def compact_children(
         return legal & (masked >= kth)
 
     keep = jax.lax.cond(jnp.any(counts > k), keep_top_k, lambda _: legal, None)  # [M, A]
-    pos = jnp.cumsum(keep, axis=-1) - 1  # [M, A] slot of each kept action
-    slot = jnp.where(keep & (pos < k), pos, k)  # k: dropped (ties beyond K, non-kept)
-    rows = jnp.broadcast_to(jnp.arange(m)[:, None], (m, a))
-    ids = jnp.broadcast_to(jnp.arange(a, dtype=jnp.int32)[None], (m, a))
-    actions = jnp.full((m, k), NO_ACTION, jnp.int32).at[rows, slot].set(ids, mode="drop")
+    actions = pack_actions(keep, k)
     valid = actions != NO_ACTION  # [M, K]
     kept_logits = jnp.take_along_axis(logits, jnp.maximum(actions, 0), axis=1)
     kept_logits = jnp.where(valid, kept_logits, -jnp.inf)

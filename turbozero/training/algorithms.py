@@ -41,6 +41,7 @@ from turbozero.search.mctx_policies import (
 from turbozero.training import replay
 from turbozero.training.loss_fns import az_loss_fn, simultaneous_loss_fn
 from turbozero.training.stored_observations import ObservationPlanes
+from turbozero.training.stored_policies import DensePolicy
 from turbozero.training.types import SelfPlayTargets
 
 # policy(variables, states[B], key) -> actions [B] (turn-based) or [B, P] (simultaneous)
@@ -149,15 +150,17 @@ class Algorithm(abc.ABC):
         return replay.sample(buffer, key, batch_size)
 
     def init_replay(self, num_envs: int, capacity: int, states: State,
-                    form: Any = ObservationPlanes()) -> replay.ReplayBuffer:
+                    form: Any = ObservationPlanes(),
+                    policy_form: Any = DensePolicy()) -> replay.ReplayBuffer:
         """Replay of single positions with the return to the end of the game as target (the
         fields `loss_fn` reads: observation, policy target, legal mask, mover, returns).
-        `form` says how the network input is kept (`TrainConfig.replay_observations`)."""
+        `form` says how the network input is kept (`TrainConfig.replay_observations`),
+        `policy_form` how the policy target and legal mask are (`TrainConfig.replay_policies`)."""
         form = form.for_env(self.env)
         example = form.example(self.env, jax.tree_util.tree_map(lambda x: x[0], states))
         return replay.init_buffer(num_envs, capacity, example,
                                   states.legal_action_mask.shape[1:], self.env.num_players,
-                                  self.search_record_like(), form)
+                                  self.search_record_like(), form, policy_form.for_env(self.env))
 
     def search_record_like(self) -> Any:
         """One position's `SelfPlayTargets.search_record` (a pytree of unbatched arrays, for

@@ -24,6 +24,7 @@ from turbozero.search.selection import SpecPUCT
 from turbozero.training.algorithms import AlphaZero, register_algorithm
 from turbozero.training.collector import CollectStats
 from turbozero.training.stored_observations import ObservationPlanes
+from turbozero.training.stored_policies import DensePolicy
 
 
 def kernel_config(config: CPUSelfPlayConfig) -> TreeSearchConfig:
@@ -64,11 +65,12 @@ class CPUAlphaZero(AlphaZero):
             raise ValueError(f"{env.id}: the CPU path searches deterministic turn-based games "
                              "of at most two players")
 
-    def init_replay(self, num_envs, capacity, states, form=ObservationPlanes()):
+    def init_replay(self, num_envs, capacity, states, form=ObservationPlanes(),
+                    policy_form=DensePolicy()):
         if not isinstance(form, ObservationPlanes):
             raise ValueError("the CPU path writes observations into the replay: "
                              "replay_observations must be ObservationPlanes()")
-        return super().init_replay(num_envs, capacity, states, form)
+        return super().init_replay(num_envs, capacity, states, form, policy_form)
 
     def check_risk(self, risk) -> None:
         if risk is not None:
@@ -97,9 +99,17 @@ def write_games(buffer, games, num_players: int):
     """The finished games of `cpu_self_play` into the per-game rings (host-side numpy; the CPU
     path's device is the host). Returns (buffer, CollectStats)."""
     host = jax.device_get(buffer)
-    # the array fields (not the absent search record, which the CPU path does not keep)
+    # the array fields; the policy targets and the search record are pytrees, written below
     arrays = {f.name: np.array(getattr(host, f.name)) for f in dataclasses.fields(host)
               if isinstance(getattr(host, f.name), np.ndarray)}
+    # AlphaZero's record with a WDL head (algorithms.AlphaZero.search_record_like)
+    record = (None if host.search_record is None else
+              {k: np.array(v) for k, v in host.search_record.items()})
+    # the policy targets of all positions in the buffer's stored form, one leaf per array
+    target_leaves, target_def = jax.tree_util.tree_flatten(host.policy_target)
+    target_leaves = [np.array(x) for x in target_leaves]
+    encoded = [np.asarray(x) for x in jax.tree_util.tree_leaves(buffer.policy_form.encode(
+        jnp.asarray(games.policy), jnp.asarray(games.legal_action_mask)))]
     num_envs, capacity = arrays["episode_id"].shape
     ptr, writes = int(arrays["ptr"]), int(arrays["num_writes"])
     num_games = len(games.terminated)
@@ -117,11 +127,16 @@ def write_games(buffer, games, num_players: int):
         for j, i in enumerate(idx):
             col = (first + j) % capacity
             arrays["observation"][row, col] = games.observation[i]
-            arrays["policy"][row, col] = games.policy[i]
-            arrays["legal_action_mask"][row, col] = games.legal_action_mask[i]
+            for leaf, new_leaf in zip(target_leaves, encoded):
+                leaf[row, col] = new_leaf[i]
+            if record is not None:
+                record["root_wdl"][row, col] = games.root_wdl[i]
+                record["soft_value"][row, col] = games.soft_value[i]
             arrays["current_player"][row, col] = player[j]
             arrays["action"][row, col] = games.action[i]
-            arrays["search_values"][row, col] = 0.0
+            # seat order, as the kernel's root_values: the mover's value and its negation
+            arrays["search_values"][row, col] = np.where(
+                seats[0] == player[j], games.root_value[i], -games.root_value[i])
             arrays["written_at"][row, col] = writes + (first - ptr) + j
             arrays["return_before"][row, col] = 0.0
             arrays["returns"][row, col] = returns[j]
@@ -131,7 +146,11 @@ def write_games(buffer, games, num_players: int):
         longest = max(longest, first - ptr + len(idx))
     arrays["ptr"] = np.int32((ptr + longest) % capacity)
     arrays["num_writes"] = np.int32(writes + longest)
-    new = host.replace(**{k: jnp.asarray(v) for k, v in arrays.items()})
+    new = host.replace(**{k: jnp.asarray(v) for k, v in arrays.items()},
+                       policy_target=jax.tree_util.tree_unflatten(
+                           target_def, [jnp.asarray(x) for x in target_leaves]),
+                       search_record=None if record is None else
+                       {k: jnp.asarray(v) for k, v in record.items()})
     new = jax.tree_util.tree_map(
         lambda n, old: jax.device_put(n, old.sharding) if hasattr(old, "sharding") else n,
         new, buffer)

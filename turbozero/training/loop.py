@@ -33,6 +33,7 @@ from turbozero.training.metrics import MetricsWriter
 from turbozero.training.risk import SelfPlayRisk
 from turbozero.training.run_config import config_to_json
 from turbozero.training.stored_observations import ObservationPlanes, check_form
+from turbozero.training.stored_policies import DensePolicy, check_policy_form
 from turbozero.training.trainer import Optimizer, train
 from turbozero.training.types import TrainState
 
@@ -55,6 +56,14 @@ class TrainConfig:
     # how the replay keeps each position's network input: ObservationPlanes() (the input
     # itself) or EnvStates() (the env state, observed again when sampled; docs/training.md)
     replay_observations: Any = ObservationPlanes()
+    # how it keeps each policy target and legal mask: DensePolicy() (over all actions) or
+    # LegalPolicy() (the legal actions' ids and probabilities; training/stored_policies.py)
+    replay_policies: Any = DensePolicy()
+    # donate the loop state to each jitted self-play and training iteration, so that XLA
+    # updates it in place instead of holding the old and the new copy (a large run's
+    # replay alone is GBs). A `trainer.state` (or any part of it) kept from before a step is
+    # then freed by the step; off by default so that such references stay readable.
+    donate_loop_state: bool = False
     # the optax chain: clipping, masked weight decay, update rule, learning-rate schedule
     # (trainer.Optimizer; any object with build(total_steps) and check(params))
     optimizer: Any = Optimizer()
@@ -86,12 +95,16 @@ class TrainConfig:
         for name in ("eval_every", "checkpoint_every"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if not isinstance(self.donate_loop_state, bool):
+            raise ValueError(f"donate_loop_state must be True or False, got "
+                             f"{self.donate_loop_state!r}")
         if not isinstance(self.temperature_schedule, TemperatureSchedule):
             raise ValueError("temperature_schedule must be a TemperatureSchedule, got "
                              f"{type(self.temperature_schedule).__name__}")
         if self.risk is not None and not isinstance(self.risk, SelfPlayRisk):
             raise ValueError(f"risk must be a SelfPlayRisk or None, got {self.risk!r}")
         check_form(self.replay_observations)
+        check_policy_form(self.replay_policies)
         if not hasattr(self.optimizer, "build"):
             raise ValueError("optimizer must be a trainer.Optimizer (or an object with "
                              f"build(total_steps)), got {self.optimizer!r}")
@@ -183,13 +196,18 @@ class Trainer:
         rep = lambda t: jax.tree_util.tree_map(  # noqa: E731
             lambda x: distributed.place(x, self._replicated), t)
         buffer = jax.tree_util.tree_map(data, state.buffer)
-        return LoopState(
+        placed = LoopState(
             train_state=rep(state.train_state),
             collector=jax.tree_util.tree_map(data, state.collector),
             buffer=buffer.replace(ptr=rep(state.buffer.ptr)),
             key=rep(state.key),
             iteration=rep(state.iteration),
         )
+        if self.config.donate_loop_state:
+            # a buffer may appear twice in a built state (an env wrapper's state holding its
+            # inner state's `current_player`), and XLA refuses to take one donation twice
+            placed = jax.tree_util.tree_map(lambda x: x.copy(), placed)
+        return placed
 
     def init_state(self) -> LoopState:
         cfg = self.config
@@ -207,7 +225,7 @@ class Trainer:
             batch_stats=variables.get("batch_stats"),
         )
         buffer = self.algorithm.init_replay(cfg.num_envs, cfg.replay_capacity, col.env_state,
-                                            cfg.replay_observations)
+                                            cfg.replay_observations, cfg.replay_policies)
         state = LoopState(train_state=train_state, collector=col, buffer=buffer, key=k_loop,
                           iteration=jnp.zeros((), jnp.int32))
         return self._place(state)
@@ -243,8 +261,9 @@ class Trainer:
             )
             return state.replace(train_state=ts, key=key), metrics
 
-        self._collect = jax.jit(collect_fn)
-        self._train = jax.jit(train_fn)
+        donate = (0,) if cfg.donate_loop_state else ()
+        self._collect = jax.jit(collect_fn, donate_argnums=donate)
+        self._train = jax.jit(train_fn, donate_argnums=donate)
         self._evals: dict[str, Callable] = {}
         # the agent's evaluation search, compiled once for the matches played outside jit
         self._agent_jit = jax.jit(self.agent_policy)

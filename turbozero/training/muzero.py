@@ -120,11 +120,12 @@ def make_batch(buffer: replay.ReplayBuffer, key: jax.Array, batch_size: int,
     # players move in fixed rotation, also past the end (where the targets are 0 anyway)
     player = (buffer.current_player[rows, cols][:, None] + jnp.arange(k + 1)) % num_players
     own_valid = valid[:, :k + 1]
+    own_rows = jnp.broadcast_to(r, (batch_size, k + 1))
+    policy, _ = replay.policy_targets(buffer, own_rows, wcols[:, :k + 1])  # [B, K + 1, A]
     return MuZeroBatch(
-        observation=replay.observations(buffer, jnp.broadcast_to(r, (batch_size, k + 1)),
-                                        wcols[:, :k + 1]),
+        observation=replay.observations(buffer, own_rows, wcols[:, :k + 1]),
         action=jnp.where(valid[:, :k], buffer.action[r, wcols[:, :k]], 0),
-        policy=jnp.where(own_valid[..., None], buffer.policy[r, wcols[:, :k + 1]], 0.0),
+        policy=jnp.where(own_valid[..., None], policy, 0.0),
         value=value_format.from_seat_values(z, player),
         reward=value_format.from_seat_values(rewards[:, :k], player[:, :k]),
         valid=own_valid,

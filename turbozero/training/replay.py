@@ -22,14 +22,16 @@ import jax.numpy as jnp
 from flax import struct
 
 from turbozero.training.stored_observations import ObservationPlanes
+from turbozero.training.stored_policies import DensePolicy
 from turbozero.training.types import Experience
 
 
 @struct.dataclass
 class ReplayBuffer:
     observation: Any  # [E, T, *obs], or the stored form's pytree of [E, T, ...] (`form`)
-    policy: jax.Array  # [E, T, *policy] search policy target
-    legal_action_mask: jax.Array  # [E, T, *policy] bool
+    # the search policy target and legal mask in the stored form's pytree of [E, T, ...]
+    # arrays (`policy_form`; dense: float32 and bool [E, T, *policy]); `policy_targets()` reads
+    policy_target: Any
     current_player: jax.Array  # [E, T] int32
     action: jax.Array  # [E, T, *policy[:-1]] int32 the action played from the position
     search_values: jax.Array  # [E, T, P] float32 the search's root value per seat (0 if none)
@@ -48,6 +50,9 @@ class ReplayBuffer:
     # how `observation` holds the network input (turbozero.training.stored_observations):
     # static, bound to the game; `observations()` reads it back as the network's input
     form: Any = struct.field(pytree_node=False, default=ObservationPlanes())
+    # how `policy_target` holds the policy target and legal mask
+    # (turbozero.training.stored_policies): static, bound to the game
+    policy_form: Any = struct.field(pytree_node=False, default=DensePolicy())
 
 
 def init_buffer(
@@ -58,18 +63,23 @@ def init_buffer(
     num_players: int,
     search_record: Any = None,
     form: Any = ObservationPlanes(),
+    policy_form: Any = DensePolicy(),
 ) -> ReplayBuffer:
     """An empty buffer; `observation` is one unbatched example of what `form` stores (for
     shapes and dtypes; the observation itself by default), and so is each leaf of
-    `search_record` (None: no record is kept)."""
+    `search_record` (None: no record is kept). `policy_form` (bound to the game) says how the
+    policy targets of shape `policy_shape` are kept."""
     if capacity < 1:
         raise ValueError(f"replay capacity must be >= 1, got {capacity}")
     et = (num_envs, capacity)
+    target_like = policy_form.encode(jnp.zeros(tuple(policy_shape), jnp.float32),
+                                     jnp.zeros(tuple(policy_shape), jnp.bool_))
     return ReplayBuffer(
         observation=jax.tree_util.tree_map(
             lambda x: jnp.zeros(et + jnp.shape(x), jnp.asarray(x).dtype), observation),
-        policy=jnp.zeros(et + tuple(policy_shape), jnp.float32),
-        legal_action_mask=jnp.zeros(et + tuple(policy_shape), jnp.bool_),
+        # an empty slot holds the form's encoding of no legal action (LegalPolicy: NO_ACTION ids)
+        policy_target=jax.tree_util.tree_map(
+            lambda x: jnp.broadcast_to(x, et + x.shape), target_like),
         current_player=jnp.zeros(et, jnp.int32),
         action=jnp.zeros(et + tuple(policy_shape)[:-1], jnp.int32),
         search_values=jnp.zeros(et + (num_players,), jnp.float32),
@@ -84,6 +94,7 @@ def init_buffer(
         search_record=jax.tree_util.tree_map(
             lambda x: jnp.zeros(et + jnp.shape(x), jnp.asarray(x).dtype), search_record),
         form=form,
+        policy_form=policy_form,
     )
 
 
@@ -115,8 +126,8 @@ def add(
 
     return buffer.replace(
         observation=jax.tree_util.tree_map(put, buffer.observation, observation),
-        policy=put(buffer.policy, policy),
-        legal_action_mask=put(buffer.legal_action_mask, legal_action_mask),
+        policy_target=jax.tree_util.tree_map(
+            put, buffer.policy_target, buffer.policy_form.encode(policy, legal_action_mask)),
         current_player=put(buffer.current_player, current_player),
         action=put(buffer.action, jnp.zeros(buffer.action.shape[:1] + buffer.action.shape[2:],
                                              jnp.int32) if action is None else action),
@@ -174,10 +185,11 @@ def sample(buffer: ReplayBuffer, key: jax.Array, batch_size: int) -> Experience:
     def take(arr: Any) -> jax.Array:
         return arr[rows, cols]
 
+    policy, legal_action_mask = policy_targets(buffer, rows, cols)
     return Experience(
         observation=observations(buffer, rows, cols),
-        policy=take(buffer.policy),
-        legal_action_mask=take(buffer.legal_action_mask),
+        policy=policy,
+        legal_action_mask=legal_action_mask,
         returns=take(buffer.returns),
         current_player=take(buffer.current_player),
     )
@@ -188,6 +200,14 @@ def observations(buffer: ReplayBuffer, rows: jax.Array, cols: jax.Array) -> jax.
     decoded from the buffer's stored form."""
     stored = jax.tree_util.tree_map(lambda x: x[rows, cols], buffer.observation)
     return buffer.form.decode(stored)
+
+
+def policy_targets(buffer: ReplayBuffer, rows: jax.Array, cols: jax.Array
+                   ) -> tuple[jax.Array, jax.Array]:
+    """(policy float32[*S, *policy], legal_action_mask bool[*S, *policy]) of slots
+    `(rows, cols)` (int32 arrays of one shape S), decoded from the buffer's policy form."""
+    stored = jax.tree_util.tree_map(lambda x: x[rows, cols], buffer.policy_target)
+    return buffer.policy_form.decode(stored)
 
 
 def consecutive(buffer: ReplayBuffer, env_index: jax.Array, column: jax.Array,

@@ -101,6 +101,16 @@ class PoolOutput(NamedTuple):
     value: jax.Array  # float32[T] network value (terminal: the reward) for the player to move
     player: jax.Array  # int32[T]
     terminal: jax.Array  # bool[T]
+    # float32[T, 3] a WDL head's [win, draw, loss] for the player to move (terminal: the
+    # outcome), or None when the network has no WDL head
+    wdl: Optional[jax.Array] = None
+
+
+def _wdl_head(evaluator, env):
+    """The value format's `wdl(value_out)` when the evaluator is a network with a WDL head in a
+    two-player game (what the root WDL averages, alphazero-chess.md §5.8), else None."""
+    wdl = getattr(getattr(evaluator, "value_format", None), "wdl", None)
+    return wdl if wdl is not None and env.num_players == 2 else None
 
 
 def _select_rows(mask: jax.Array, a, b):
@@ -110,11 +120,14 @@ def _select_rows(mask: jax.Array, a, b):
 def make_pool_evaluator(env, evaluator: Callable[..., tuple[jax.Array, jax.Array]], key):
     """`evaluate(pool, params, parent, action, dest) -> (pool, PoolOutput)`, jitted with the pool
     donated. `evaluator(params, observation[T, ...]) -> (logits [T, A], value [T])` with the
-    value for the player to move (a two-player zero-sum game or a one-player game). New games
+    value for the player to move (a two-player zero-sum game or a one-player game); when it is
+    a `NetworkEvaluator` whose value format has a WDL head, the output carries the head's
+    win/draw/loss too (`PoolOutput.wdl`), which the C++ search averages at the root. New games
     (`parent == NEW_GAME`) start from `env.init(fold_in(key, action))`: `action` carries the
     game's index, so a game can be replayed."""
     k = int(getattr(env, "max_legal_actions", env.num_actions))
     num_actions = env.num_actions
+    wdl_head = _wdl_head(evaluator, env)
     descending = jnp.arange(num_actions, 0, -1, dtype=jnp.int32)  # [A] A..1: lowest id first
 
     def evaluate(pool, params, parent, action, dest):
@@ -135,12 +148,21 @@ def make_pool_evaluator(env, evaluator: Callable[..., tuple[jax.Array, jax.Array
         child = jax.lax.cond(jnp.any(new_game), with_new_games, lambda s: s, stepped)
         pool = jax.tree_util.tree_map(lambda p, c: p.at[dest].set(c), pool, child)
         obs = jax.vmap(env.observe)(child)
-        logits, value = evaluator(params, obs)
+        if wdl_head is None:
+            logits, value = evaluator(params, obs)
+            wdl = None
+        else:  # one network call for the value and its WDL
+            logits, value_out = evaluator.apply_fn(params, obs)
+            value = evaluator.value_format.to_scalar(value_out)
+            wdl = wdl_head(value_out).astype(jnp.float32)
         legal = child.legal_action_mask
         player = child.current_player.astype(jnp.int32)
         terminal = child.terminated | child.truncated
         reward = jnp.take_along_axis(child.rewards, player[:, None], axis=1)[:, 0]
         value = jnp.where(terminal, reward, value).astype(jnp.float32)
+        if wdl is not None:
+            outcome = jnp.stack([reward > 0, reward == 0, reward < 0], -1).astype(jnp.float32)
+            wdl = jnp.where(terminal[:, None], outcome, wdl)
         masked = jnp.where(legal, logits, -jnp.inf)
         probs = jax.nn.softmax(masked, axis=-1)
         # the K legal actions of smallest id: top_k over A..1 on the legal ones, 0 elsewhere
@@ -148,7 +170,7 @@ def make_pool_evaluator(env, evaluator: Callable[..., tuple[jax.Array, jax.Array
         actions = jnp.where(score > 0, idx, NO_ACTION).astype(jnp.int32)
         priors = jnp.where(score > 0, jnp.take_along_axis(probs, idx, axis=1), 0.0)
         priors = jnp.nan_to_num(priors.astype(jnp.float32))  # terminal rows: no legal action
-        return pool, PoolOutput(actions, priors, value, player, terminal)
+        return pool, PoolOutput(actions, priors, value, player, terminal, wdl)
 
     return jax.jit(evaluate, donate_argnums=(0,))
 
@@ -170,6 +192,12 @@ class SelfPlayGames(NamedTuple):
     action: np.ndarray  # int32[N] the action played
     game: np.ndarray  # int32[N] game index
     terminated: np.ndarray  # bool[G] ended by the rules (False: cut by max_moves)
+    # float32[N, 3] the search's root WDL average for the player to move (zeros without a WDL
+    # head) and float32[N] its LogSumExp soft value at the search's beta (0 at beta 0), as the
+    # JAX kernel's `root_wdl` / `risk_value` (alphazero-chess.md §6.6)
+    root_wdl: np.ndarray
+    soft_value: np.ndarray
+    root_value: np.ndarray  # float32[N] the searched root value for the player to move
     stats: dict  # simulations, requests, collisions, moves, batches, seconds
 
 
@@ -221,7 +249,8 @@ def cpu_self_play(env, evaluator, params, config: CPUSelfPlayConfig, key: jax.Ar
                                  np.ascontiguousarray(out.priors[:n]),
                                  np.ascontiguousarray(out.value[:n]),
                                  np.ascontiguousarray(out.player[:n]),
-                                 np.ascontiguousarray(out.terminal[:n]))
+                                 np.ascontiguousarray(out.terminal[:n]),
+                                 None if out.wdl is None else np.ascontiguousarray(out.wdl[:n]))
             batches += 1
     except BaseException:
         coord.stop()
@@ -262,7 +291,7 @@ def _samples(env, records: list, key, stats: dict, max_moves: int) -> SelfPlayGa
     docs/benchmarks.md, "CPU path in training")."""
     num_games = len(records)
     actions = np.zeros((num_games, max_moves), np.int32)
-    pol, val, ply, act, gid, index = [], [], [], [], [], []
+    pol, val, ply, act, gid, index, wdl, soft, root = [], [], [], [], [], [], [], [], []
     for g, rec in enumerate(records):
         for j, m in enumerate(rec["moves"]):
             actions[g, j] = m["action"]
@@ -275,6 +304,10 @@ def _samples(env, records: list, key, stats: dict, max_moves: int) -> SelfPlayGa
             act.append(m["action"])
             gid.append(g)
             index.append((j, g))
+            w = m["root_wdl"]
+            wdl.append((w["win"], w["draw"], w["loss"]) if w["count"] else (0.0, 0.0, 0.0))
+            soft.append(m["soft_value"])
+            root.append(m["root_value"])
     obs, legal = jax.device_get(_replayer(env, num_games, max_moves)(key, jnp.asarray(actions)))
     rows, cols = (np.asarray([i[0] for i in index], np.int64),
                   np.asarray([i[1] for i in index], np.int64))
@@ -284,4 +317,7 @@ def _samples(env, records: list, key, stats: dict, max_moves: int) -> SelfPlayGa
         value=np.asarray(val, np.float32),
         player=np.asarray(ply, np.int32), action=np.asarray(act, np.int32),
         game=np.asarray(gid, np.int32),
-        terminated=np.asarray([r["terminated"] for r in records], bool), stats=stats)
+        terminated=np.asarray([r["terminated"] for r in records], bool),
+        root_wdl=np.asarray(wdl, np.float32).reshape(-1, 3),
+        soft_value=np.asarray(soft, np.float32), root_value=np.asarray(root, np.float32),
+        stats=stats)

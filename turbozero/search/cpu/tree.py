@@ -10,7 +10,7 @@ padded with `NO_ACTION`. The same protocol drives the multi-threaded self-play
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, NamedTuple
+from typing import Callable, NamedTuple, Optional
 
 import numpy as np
 
@@ -30,6 +30,9 @@ class Evaluation(NamedTuple):
     value: np.ndarray  # float32[B] value of the state for `player`
     player: np.ndarray  # int32[B] player to move in the state
     terminal: np.ndarray  # bool[B] game over: no children, `value` is the outcome
+    # float32[B, 3] a WDL head's [win, draw, loss] for `player` (optional sixth element; the
+    # tree averages it at the root, terminal states counting their outcome), or None
+    wdl: Optional[np.ndarray] = None
 
 
 Evaluator = Callable[[np.ndarray, np.ndarray, np.ndarray], Evaluation]
@@ -88,10 +91,17 @@ class CPUSearchConfig:
 def checked_evaluation(result, num_requests: int) -> Evaluation:
     """The evaluator's answer as contiguous arrays of the protocol's dtypes, or a ValueError
     naming what is wrong (shape, non-finite value or prior, negative prior)."""
-    if not isinstance(result, tuple) or len(result) != 5:
-        raise ValueError("evaluator must return (actions, priors, value, player, terminal), got "
-                         f"{type(result).__name__}")
-    actions, priors, value, player, terminal = (np.asarray(x) for x in result)
+    if not isinstance(result, tuple) or len(result) not in (5, 6):
+        raise ValueError("evaluator must return (actions, priors, value, player, terminal"
+                         f"[, wdl]), got {type(result).__name__}")
+    actions, priors, value, player, terminal = (np.asarray(x) for x in result[:5])
+    wdl = None if len(result) == 5 or result[5] is None else np.asarray(result[5])
+    if wdl is not None:
+        if wdl.shape != (num_requests, 3):
+            raise ValueError(f"evaluator wdl must be [B={num_requests}, 3], got {wdl.shape}")
+        if not np.all(np.isfinite(wdl)) or np.any(wdl < 0):
+            raise ValueError("evaluator wdl must be finite and >= 0")
+        wdl = np.ascontiguousarray(wdl, np.float32)
     if actions.ndim != 2 or actions.shape[0] != num_requests:
         raise ValueError(f"evaluator actions must be [B={num_requests}, K], got {actions.shape}")
     if priors.shape != actions.shape:
@@ -107,12 +117,13 @@ def checked_evaluation(result, num_requests: int) -> Evaluation:
     return Evaluation(
         np.ascontiguousarray(actions, np.int32), np.ascontiguousarray(priors, np.float32),
         np.ascontiguousarray(value, np.float32), np.ascontiguousarray(player, np.int32),
-        np.ascontiguousarray(terminal, np.bool_))
+        np.ascontiguousarray(terminal, np.bool_), wdl)
 
 
 def _checked(evaluate: Evaluator):
     def call(parent, action, dest):
-        return tuple(checked_evaluation(evaluate(parent, action, dest), len(parent)))
+        out = tuple(checked_evaluation(evaluate(parent, action, dest), len(parent)))
+        return out if out[5] is not None else out[:5]
     return call
 
 
@@ -124,6 +135,9 @@ class RootStats(NamedTuple):
     value: float  # the root's mean value for its mover
     root_visits: int  # the root's visits (its own evaluation included)
     player: int
+    # float64[3] the average [win, draw, loss] for the root's mover over the evaluations backed
+    # up through the root since it became the root, or None when the evaluator gave no WDL
+    wdl: Optional[np.ndarray] = None
 
 
 class SearchTree:
@@ -178,8 +192,15 @@ class SearchTree:
 
     def root(self) -> RootStats:
         d = self._tree.root()
+        w = d["wdl"]
+        wdl = np.array([w["win"], w["draw"], w["loss"]]) if w["count"] else None
         return RootStats(d["actions"], d["visits"], d["priors"], d["q"], d["value"],
-                         d["root_visits"], d["player"])
+                         d["root_visits"], d["player"], wdl)
+
+    def soft_value(self, beta: float) -> float:
+        """The root's LogSumExp soft value for its mover at `beta` (the JAX kernel's
+        `risk_value`, docs/search.md): 0 at beta 0."""
+        return float(self._tree.soft_value(float(beta)))
 
     def dump(self) -> dict:
         """Every node depth-first: parent index, action, player, flags, visits, fixed-point sums,
