@@ -93,6 +93,11 @@ def test_cpu_path_refuses_what_it_cannot_search():
     cfg = get_preset("pgx/tic_tac_toe", "cpu", **SMALL)
     with pytest.raises(ValueError, match="risk"):
         Trainer(get_preset("pgx/tic_tac_toe", "cpu", risk=SelfPlayRisk(), **SMALL))
+    from turbozero.chess_adjudication import MaterialAdjudication
+
+    with pytest.raises(ValueError, match="truncated_games"):
+        Trainer(get_preset("pgx/tic_tac_toe", "cpu", truncated_games=MaterialAdjudication(),
+                           **SMALL))
     import dataclasses
 
     with pytest.raises(ValueError, match="at most two players"):

@@ -60,6 +60,7 @@ def collect(
     schedule: TemperatureSchedule = TemperatureSchedule(),
     risk: Optional[SelfPlayRisk] = None,
     iteration: Any = 0,
+    truncated_games: Any = None,
 ) -> tuple[CollectorState, replay.ReplayBuffer, CollectStats]:
     """Play `num_steps` moves in every game (lax.scan), writing every position to `buffer`
     with its policy target, the action played and the search's root values.
@@ -68,6 +69,9 @@ def collect(
     action is not used), so every search algorithm acts by the same schedule. With `risk`, each
     game searches with its seats' betas (`collector.risk_beta`, given to `policy_fn` as
     `risk_beta=`); a game that starts draws new ones at `iteration` of the schedule.
+    `truncated_games` (`TrainConfig.truncated_games`): None scores a game cut by the env's cap
+    by the env's rewards; an object with `rewards(env, states) -> float32[B, P]` adds those to
+    the return of every game that was truncated (not terminated), for the targets only.
     """
     num_envs = collector.episode_id.shape[0]
 
@@ -97,6 +101,9 @@ def collect(
         # games as they continue (docs/envs.md, observations on demand)
         nxt = jax.vmap(env.transition)(s, actions, jax.random.split(k_step, num_envs))
         ret = col.return_so_far + nxt.rewards
+        if truncated_games is not None:
+            cut = nxt.truncated & ~nxt.terminated
+            ret = ret + jnp.where(cut[:, None], truncated_games.rewards(env, nxt), 0.0)
         done = nxt.terminated | nxt.truncated
         buf = replay.finish_episodes(buf, done, col.episode_id, ret)
         fresh = jax.vmap(env.init_state)(jax.random.split(k_reset, num_envs))

@@ -72,6 +72,11 @@ class CPUAlphaZero(AlphaZero):
                              "replay_observations must be ObservationPlanes()")
         return super().init_replay(num_envs, capacity, states, form, policy_form)
 
+    def check_truncated_games(self, truncated_games) -> None:
+        if truncated_games is not None:
+            raise ValueError("TrainConfig.truncated_games is not wired into the CPU path (its "
+                             "games end by the rules or by max_moves as a draw)")
+
     def check_risk(self, risk) -> None:
         if risk is not None:
             raise ValueError("TrainConfig.risk is not wired into the CPU path (its search has "

@@ -64,6 +64,10 @@ class TrainConfig:
     # replay alone is GBs). A `trainer.state` (or any part of it) kept from before a step is
     # then freed by the step; off by default so that such references stay readable.
     donate_loop_state: bool = False
+    # self-play targets of games cut by the env's step cap: None keeps the env's rewards (a
+    # draw in chess); an object with `rewards(env, states) -> float32[B, P]` scores them
+    # (e.g. turbozero.chess_adjudication.MaterialAdjudication); evaluation is never adjudicated
+    truncated_games: Any = None
     # the optax chain: clipping, masked weight decay, update rule, learning-rate schedule
     # (trainer.Optimizer; any object with build(total_steps) and check(params))
     optimizer: Any = Optimizer()
@@ -95,6 +99,10 @@ class TrainConfig:
         for name in ("eval_every", "checkpoint_every"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.truncated_games is not None and not callable(
+                getattr(self.truncated_games, "rewards", None)):
+            raise ValueError("truncated_games must be None or an object with rewards(env, "
+                             f"states), got {self.truncated_games!r}")
         if not isinstance(self.donate_loop_state, bool):
             raise ValueError(f"donate_loop_state must be True or False, got "
                              f"{self.donate_loop_state!r}")
@@ -151,6 +159,7 @@ class Trainer:
         self.algorithm: Algorithm = build_algorithm(
             self.env, self.network.apply, self.spec.value_format, config.search, config.eval_search)
         self.algorithm.check_risk(config.risk)
+        self.algorithm.check_truncated_games(config.truncated_games)
         self.mesh = make_mesh() if mesh is None else mesh
         n_dev = self.mesh.devices.size
         for name in ("num_envs", "batch_size", "eval_games"):
@@ -246,7 +255,7 @@ class Trainer:
             col, buf, stats = collector_lib.collect(
                 env, self.algorithm.self_play, self.variables(state.train_state),
                 state.collector, state.buffer, k, cfg.collect_steps, cfg.temperature_schedule,
-                cfg.risk, state.iteration,
+                cfg.risk, state.iteration, cfg.truncated_games,
             )
             return state.replace(collector=col, buffer=buf, key=key), stats
 

@@ -1,0 +1,76 @@
+"""Material adjudication of capped chess self-play games (turbozero/chess_adjudication.py,
+`TrainConfig.truncated_games`): the targets of a game cut by the ply cap follow the material,
+evaluation stays by the rules."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import envs
+from turbozero.chess_adjudication import MaterialAdjudication
+from turbozero.training import TrainConfig
+from turbozero.training import collector as collector_lib
+from turbozero.training import replay
+
+CHESS = envs.make("chess", max_plies=2)
+# White: king and queen; Black: a bare king the queen is far from (no capture, no mate in 2 plies)
+QUEEN_UP = "4k3/8/8/8/8/8/8/Q3K3 w - - 0 1"
+
+
+def _stack(states):
+    return jax.tree_util.tree_map(lambda *x: jnp.stack(x), *states)
+
+
+@pytest.mark.parametrize("fen,want", [
+    (QUEEN_UP, [1.0, -1.0]),
+    ("4k3/8/8/8/8/8/8/R3K3 b - - 0 1", [1.0, -1.0]),  # seats are colours, not the mover
+    ("r3k3/8/8/8/8/8/8/N3K3 w - - 0 1", [0.0, 0.0]),  # rook against knight: 2 < margin 3
+    ("r3k3/8/8/8/8/8/8/4K3 w - - 0 1", [-1.0, 1.0]),
+    (None, [0.0, 0.0]),  # the start position
+])
+def test_material_decides_the_capped_game(fen, want):
+    state = CHESS.init(jax.random.PRNGKey(0)) if fen is None else CHESS.from_fen(fen)
+    got = MaterialAdjudication(margin=3).rewards(CHESS, _stack([state]))
+    np.testing.assert_array_equal(np.asarray(got), [want])
+
+
+def test_capped_self_play_targets_follow_the_material_and_only_then():
+    """Games from a queen-up position cut after 2 plies: with adjudication every position of
+    them has White's target +1 and Black's -1; without, the draw's 0."""
+    start = _stack([CHESS.from_fen(QUEEN_UP)] * 4)
+    col = collector_lib.CollectorState(
+        env_state=start, episode_id=jnp.arange(4, dtype=jnp.int32),
+        return_so_far=jnp.zeros((4, 2), jnp.float32))
+
+    def uniform(variables, states, key):
+        legal = states.legal_action_mask
+        return legal / legal.sum(-1, keepdims=True)
+
+    from turbozero.networks import ScalarValue
+    from turbozero.search import TreeSearchConfig
+    from turbozero.training.algorithms import AlphaZero
+
+    algo = AlphaZero(CHESS, None, ScalarValue(), TreeSearchConfig(num_simulations=2))
+    returns = {}
+    for name, adjudicate in (("draw", None), ("material", MaterialAdjudication())):
+        buf = algo.init_replay(4, 4, start)
+        _, buf, stats = collector_lib.collect(CHESS, uniform, None, col, buf,
+                                              jax.random.PRNGKey(1), 2,
+                                              truncated_games=adjudicate)
+        assert int(stats.episodes_finished) == 4  # every game was cut at 2 plies
+        assert bool(buf.has_target[:, :2].all())
+        returns[name] = np.asarray(buf.returns[:, :2])  # [4 games, 2 positions, 2 seats]
+        np.testing.assert_array_equal(np.asarray(stats.outcome_sum),
+                                      returns[name][:, 0].sum(0))
+    np.testing.assert_array_equal(returns["draw"], 0.0)
+    np.testing.assert_array_equal(returns["material"][..., 0], 1.0)
+    np.testing.assert_array_equal(returns["material"][..., 1], -1.0)
+    assert replay.num_samples(buf) == 8
+
+
+def test_bad_adjudication_settings_raise():
+    with pytest.raises(ValueError, match="margin"):
+        MaterialAdjudication(margin=0)
+    with pytest.raises(ValueError, match="truncated_games"):
+        TrainConfig(game="chess", truncated_games="material")

@@ -1,0 +1,44 @@
+"""Material adjudication of chess self-play games cut by the ply cap (docs/chess.md, "Capped
+games").
+
+A game cut by `max_plies` is a draw by the env's rules, and so it stays in evaluation. In
+self-play, `TrainConfig.truncated_games = MaterialAdjudication(margin)` scores such a game for
+the training targets only: a side ahead by at least `margin` pawns of material (pawn 1, knight
+and bishop 3, rook 5, queen 9) at the cap wins it, otherwise it stays a draw. The spec plays
+512 plies and learns from results alone (alphazero-chess.md §6.6); on a 2-core machine games
+are capped at 100 plies and few end in mate, so the value head sees almost only draws and
+learns nothing about material (docs/learning.md, "Chess tiny against random and the
+material-greedy player"). Adjudication is the usual remedy of engine matches (a lost position
+is scored before mate), here with the crudest evaluation there is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+
+from envs._src.chess.material import material
+
+
+@dataclasses.dataclass(frozen=True)
+class MaterialAdjudication:
+    """Extra rewards for self-play games cut by the cap: +1 / -1 to the side ahead / behind by at
+    least `margin` pawns of material, nothing when closer (the draw stands)."""
+
+    margin: int = 3
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.margin, int) or self.margin < 1:
+            raise ValueError(f"MaterialAdjudication margin must be an int >= 1 (pawns), got "
+                             f"{self.margin!r}")
+
+    def rewards(self, env, states) -> jax.Array:
+        """float32[B, 2] in seat order (seat = colour: White 0, Black 1) for a batch of chess
+        states; the collector adds them to games that were truncated, not terminated."""
+        del env
+        balance = jax.vmap(material)(states.board)  # int32[B, 2] White, Black
+        lead = balance[:, 0] - balance[:, 1]
+        white = jnp.where(lead >= self.margin, 1.0, jnp.where(lead <= -self.margin, -1.0, 0.0))
+        return jnp.stack([white, -white], axis=-1).astype(jnp.float32)
