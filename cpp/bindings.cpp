@@ -168,6 +168,7 @@ class PySearchTree {
   }
 
   double soft_value(double beta) const { return tree_.soft_value(beta); }
+  void set_seat_betas(double beta0, double beta1) { tree_.set_seat_betas(beta0, beta1); }
 
   // Every node in depth-first order: parent index (-1 at the root), action, visits, sums.
   nb::dict dump() const {
@@ -398,6 +399,7 @@ NB_MODULE(_search_cpp, m) {
       .def_rw("queue_capacity", &tz::CoordinatorConfig::queue_capacity)
       .def_rw("timeout_s", &tz::CoordinatorConfig::timeout_s)
       .def_rw("seed", &tz::CoordinatorConfig::seed)
+      .def_rw("seat_betas", &tz::CoordinatorConfig::seat_betas)
       .def("validate", &tz::CoordinatorConfig::validate);
 
   nb::class_<tz::NodePool>(m, "NodePool")
@@ -424,6 +426,7 @@ NB_MODULE(_search_cpp, m) {
       .def("choose_action", &PySearchTree::choose_action, "temperature"_a, "seed"_a)
       .def("root", &PySearchTree::root)
       .def("soft_value", &PySearchTree::soft_value, "beta"_a)
+      .def("set_seat_betas", &PySearchTree::set_seat_betas, "beta0"_a, "beta1"_a)
       .def("dump", &PySearchTree::dump)
       .def("advance", &PySearchTree::advance, "action"_a)
       .def_prop_ro("nodes_used", &PySearchTree::nodes_used)

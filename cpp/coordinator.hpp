@@ -10,7 +10,9 @@
 #pragma once
 
 #include <atomic>
+#include <cmath>
 #include <cstdint>
+#include <string>
 #include <exception>
 #include <mutex>
 #include <random>
@@ -38,9 +40,18 @@ struct CoordinatorConfig {
   int32_t queue_capacity = 1024;
   double timeout_s = 300.0;
   uint64_t seed = 0;
+  // per-game seat betas, [num_games * 2] (game g: seat 0, seat 1), or empty: search.risk_beta
+  // for every seat of every game
+  std::vector<double> seat_betas;
 
   void validate() const {
     search.validate();
+    if (!seat_betas.empty() && seat_betas.size() != static_cast<size_t>(num_games) * 2)
+      throw std::invalid_argument("seat_betas must hold 2 betas per game (" +
+                                  std::to_string(2 * static_cast<int64_t>(num_games)) + "), got " +
+                                  std::to_string(seat_betas.size()));
+    for (double b : seat_betas)
+      if (!std::isfinite(b)) throw std::invalid_argument("seat_betas must be finite");
     if (num_workers < 1) throw std::invalid_argument("num_workers must be >= 1");
     if (num_games < 1) throw std::invalid_argument("num_games must be >= 1");
     if (num_simulations < 1) throw std::invalid_argument("num_simulations must be >= 1");
@@ -131,7 +142,9 @@ class Coordinator {
         : index(g),
           tree(cfg.search, cfg.nodes_per_block, cfg.max_blocks, g * cfg.slots_per_game, cfg.slots_per_game),
           rng(cfg.seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(g) + 1),
-          root_action(g) {}
+          root_action(g) {
+      if (!cfg.seat_betas.empty()) tree.set_seat_betas(cfg.seat_betas[2 * g], cfg.seat_betas[2 * g + 1]);
+    }
     int32_t index;
     GameTree tree;
     std::mt19937_64 rng;
@@ -240,7 +253,7 @@ class Coordinator {
     rec.root_slot = root->state_slot;
     rec.root_value = root->mean();  // a root's sums are for its own mover
     rec.root_wdl = tree.root_wdl();
-    rec.soft_value = tree.soft_value(tree.config().risk_beta);
+    rec.soft_value = tree.soft_value(tree.seat_beta(root->player));
     for (int32_t i = 0; i < root->num_children; ++i) {
       rec.actions.push_back(root->children[i].action);
       rec.visits.push_back(root->children[i].visits.load(std::memory_order_acquire));

@@ -83,7 +83,8 @@ class GameTree {
       : cfg_(cfg),
         pools_{NodePool(nodes_per_block, max_blocks), NodePool(nodes_per_block, max_blocks)},
         slot_begin_(slot_begin),
-        num_slots_(num_slots) {
+        num_slots_(num_slots),
+        seat_beta_{cfg.risk_beta, cfg.risk_beta} {
     cfg_.validate();
     if (num_slots < 2) throw std::invalid_argument("state slots per game must be >= 2");
     if (slot_begin < 0) throw std::invalid_argument("slot_begin must be >= 0");
@@ -91,6 +92,16 @@ class GameTree {
   }
 
   const SearchConfig& config() const { return cfg_; }
+
+  // Per-seat entropic-risk betas (per-game asymmetric risk, alphazero-chess.md §6.6): selection
+  // at a node uses the beta of the player to move there, as the JAX kernel's `risk_beta[B, P]`.
+  // Both default to config().risk_beta.
+  void set_seat_betas(double beta0, double beta1) {
+    if (!std::isfinite(beta0) || !std::isfinite(beta1))
+      throw std::invalid_argument("seat betas must be finite");
+    seat_beta_ = {beta0, beta1};
+  }
+  double seat_beta(int32_t player) const { return seat_beta_[player == 1 ? 1 : 0]; }
   Node* root() const { return root_; }
   const NodePool& pool() const { return pools_[active_]; }
   size_t free_slots() const { return free_slots_.size(); }
@@ -351,18 +362,19 @@ class GameTree {
     const double n = n_int;
     const double vl = c->virtual_loss.load(std::memory_order_relaxed);
     const double p = c->prior;
+    const double beta = seat_beta(node->player);  // the mover's at this node
     double q_sel;
     if (n_int > 0) {
       const double scale = static_cast<double>(kValueScale) * n;
       const double mean = static_cast<double>(c->value_sum.load(std::memory_order_relaxed)) / scale;
       double q = mean;
-      if (cfg_.risk_beta != 0.0) {
+      if (beta != 0.0) {
         const double mean_sq =
             static_cast<double>(c->value_sq_sum.load(std::memory_order_relaxed)) / scale;
-        q = q + 0.5 * cfg_.risk_beta * std::max(mean_sq - mean * mean, 0.0);
+        q = q + 0.5 * beta * std::max(mean_sq - mean * mean, 0.0);
       }
       q_sel = (n * q + vl * parent_value) / std::max(n + vl, 1.0);
-      if (cfg_.risk_beta != 0.0) q_sel = std::min(std::max(q_sel, cfg_.q_low), cfg_.q_high);
+      if (beta != 0.0) q_sel = std::min(std::max(q_sel, cfg_.q_low), cfg_.q_high);
     } else if (vl > 0) {
       q_sel = parent_value;
     } else {
@@ -402,6 +414,7 @@ class GameTree {
   int32_t slot_begin_;
   int32_t num_slots_;
   std::vector<int32_t> free_slots_;
+  std::array<double, 2> seat_beta_;
   RootWDL root_wdl_;
   bool with_wdl_ = false;  // the evaluator gives WDLs (terminal revisits then count theirs)
 };

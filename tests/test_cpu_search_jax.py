@@ -55,7 +55,7 @@ def _cpp_root_visits(game, state, selection, sims):
     return visits
 
 
-def _cpp_tree(game, evaluate_one, state, selection, sims):
+def _cpp_tree(game, evaluate_one, state, selection, sims, seat_betas=None):
     """The C++ tree after `sims` simulations from `state`; `evaluate_one(state)` gives (prior,
     value, player, terminal, legal[, wdl])."""
     env, _, step, _, _ = game
@@ -84,6 +84,8 @@ def _cpp_tree(game, evaluate_one, state, selection, sims):
     tree = SearchTree(CPUSearchConfig(c_puct=selection.c_puct, fpu_base=selection.fpu_base,
                                       risk_beta=selection.risk_beta, dirichlet_fraction=0.0),
                       nodes_per_block=64, max_blocks=64, num_slots=1024)
+    if seat_betas is not None:
+        tree.set_seat_betas(*seat_betas)
     tree.start(evaluate)
     tree.simulate(evaluate, sims)
     return tree
@@ -122,6 +124,38 @@ def test_visits_equal_the_jax_tree_kernel_default_and_risk(game):
 
     _compare_with_kernel(game, [SpecPUCT(), SpecPUCT(c_puct=1.2, risk_beta=1.0),
                                 SpecPUCT(c_puct=1.2, fpu_base=0.1, risk_beta=-1.5)])
+
+
+def test_per_seat_risk_equals_the_jax_tree_kernel(game):
+    """Per-game asymmetric risk: each node selects with its mover's beta, in C++ as in the
+    kernel given `risk_beta[B, P]` (a risk-seeking X, a risk-averse O)."""
+    from turbozero.search.kernel import TreeSearchConfig, search_env
+    from turbozero.search.roots import PUCTRoot
+    from turbozero.search.selection import SpecPUCT
+
+    env, net, step, observe, evaluate_one = game
+    states = [env.init(jax.random.PRNGKey(0))]
+    for a in (4, 0, 8):
+        states.append(step(states[-1], jnp.int32(a)))
+    batch = jax.tree_util.tree_map(lambda *x: jnp.stack(x),
+                                   *[s.replace(observation=observe(s)) for s in states])
+    selection = SpecPUCT(c_puct=1.2, fpu_base=0.1)
+    betas = (1.5, -1.0)  # seats 0 and 1
+    cfg = TreeSearchConfig(num_simulations=48, selection=selection,
+                           root=PUCTRoot(dirichlet_fraction=0.0), temperature=0.0)
+    risk = jnp.tile(jnp.asarray([betas], jnp.float32), (len(states), 1))
+    want = np.asarray(search_env(env, net, None, batch, jax.random.PRNGKey(1), cfg,
+                                 risk_beta=risk).root_visits)
+    plain = np.asarray(search_env(env, net, None, batch, jax.random.PRNGKey(1), cfg).root_visits)
+    assert not np.array_equal(want, plain)  # the betas change the search
+    for i, s in enumerate(states):
+        tree = _cpp_tree(game, evaluate_one, s, selection, 48, seat_betas=betas)
+        root = tree.root()
+        got = np.zeros(env.num_actions, np.int64)
+        got[root.actions] = root.visits
+        np.testing.assert_array_equal(got, want[i], err_msg=f"ply {i}")
+    with pytest.raises(ValueError, match="finite"):
+        tree.set_seat_betas(np.nan, 0.0)
 
 
 @pytest.fixture(scope="module")
@@ -235,6 +269,9 @@ def test_self_play_bad_settings_and_evaluator_errors(game, pool_evaluator):
         return logits, value * jnp.nan
 
     cfg = CPUSelfPlayConfig(num_games=2, num_simulations=8, batch_tiers=(4,), timeout_s=30)
+    with pytest.raises(ValueError, match=r"seat_betas must be \[num_games=2, 2\]"):
+        cpu_self_play(env, net, None, cfg, jax.random.PRNGKey(0), pool_evaluator,
+                      seat_betas=np.zeros((3, 2)))
     with pytest.raises(ValueError, match="not finite"):
         cpu_self_play(env, nan_net, None, cfg, jax.random.PRNGKey(0))
 
@@ -255,18 +292,22 @@ def test_self_play_records_root_wdl_and_soft_value_into_the_replay(game, wdl_net
     # slots_per_game 26 = 24 simulations + the root + 1: no kept subtree fits, so every move
     # starts a fresh tree from the child's state (with reuse the root value also averages the
     # kept subtree's earlier visits, the WDL only this move's evaluations: docs/cpu_search.md)
-    cfg = CPUSelfPlayConfig(search=CPUSearchConfig(risk_beta=0.5), num_workers=2, num_games=4,
+    cfg = CPUSelfPlayConfig(search=CPUSearchConfig(), num_workers=2, num_games=4,
                             num_simulations=24, temperature_moves=4, slots_per_game=26,
                             batch_tiers=(4, 8), seed=5)
     key = jax.random.PRNGKey(3)
+    # per-seat risk: seat 0 at beta 0.5, seat 1 at 0 (its soft value is then 0)
     out = cpu_self_play(env, evaluator, None, cfg, key,
-                        pool_evaluator=make_pool_evaluator(env, evaluator, key))
+                        pool_evaluator=make_pool_evaluator(env, evaluator, key),
+                        seat_betas=np.tile([[0.5, 0.0]], (4, 1)))
     np.testing.assert_allclose(out.root_wdl.sum(-1), 1.0, atol=1e-5)
     np.testing.assert_allclose(out.root_wdl[:, 0] - out.root_wdl[:, 2], out.root_value,
                                atol=2e-3)
     # LogSumExp lies between the best child's Q and that + log(children) / beta
-    assert np.all(np.isfinite(out.soft_value)) and np.any(out.soft_value != 0)
+    risky = out.player == 0
+    assert np.all(np.isfinite(out.soft_value)) and np.all(out.soft_value[risky] != 0)
     assert np.all(out.soft_value <= 1.0 + np.log(9) / 0.5 + 1e-4)
+    np.testing.assert_array_equal(out.soft_value[~risky], 0.0)
 
     algo = AlphaZero(env, wdl_net, WDLValue(), TreeSearchConfig(num_simulations=2))
     states = jax.vmap(env.init)(jax.random.split(key, 4))

@@ -31,7 +31,11 @@ def trained():
     from turbozero.presets import get_preset
     from turbozero.training import Trainer
 
-    trainer = Trainer(get_preset("pgx/tic_tac_toe", "cpu", **SMALL))
+    from turbozero.training.risk import RiskSchedule, SelfPlayRisk
+
+    # per-seat risk: one seat at the schedule's beta, the other drawn from a range, per game
+    risk = SelfPlayRisk(RiskSchedule(start=0.5), opponent_range=(-1.0, 1.0))
+    trainer = Trainer(get_preset("pgx/tic_tac_toe", "cpu", risk=risk, **SMALL))
     records = []
     trainer.run(progress=False, callback=records.append)
     return trainer, records
@@ -88,11 +92,7 @@ def test_games_in_the_replay_replay_through_the_env(trained):
 def test_cpu_path_refuses_what_it_cannot_search():
     from turbozero.presets import get_preset
     from turbozero.training import Trainer
-    from turbozero.training.risk import SelfPlayRisk
-
     cfg = get_preset("pgx/tic_tac_toe", "cpu", **SMALL)
-    with pytest.raises(ValueError, match="risk"):
-        Trainer(get_preset("pgx/tic_tac_toe", "cpu", risk=SelfPlayRisk(), **SMALL))
     from turbozero.chess_adjudication import MaterialAdjudication
 
     with pytest.raises(ValueError, match="truncated_games"):
@@ -104,3 +104,27 @@ def test_cpu_path_refuses_what_it_cannot_search():
         Trainer(dataclasses.replace(
             cfg, game="gomoku", network={},
             env_config=(("size", 5), ("win_length", 3), ("num_players", 3), ("view", 5))))
+
+
+def test_self_play_risk_reaches_the_cpu_search(trained, monkeypatch):
+    """TrainConfig.risk on the CPU path: every game of an iteration searches with its seats'
+    betas, one at the schedule's beta and the other from the range, seats drawn per game."""
+    import turbozero.training.cpu_alphazero as cpu_alphazero
+
+    trainer, _ = trained
+    seen = []
+    real = cpu_alphazero.cpu_self_play
+
+    def spy(*args, **kwargs):
+        seen.append(np.asarray(args[6] if len(args) > 6 else kwargs["seat_betas"]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(cpu_alphazero, "cpu_self_play", spy)
+    trainer.step()
+    (betas,) = seen
+    assert betas.shape == (16, 2)
+    taker = np.isclose(betas, 0.5)
+    assert np.all(taker.any(-1))  # one seat per game at the schedule's beta
+    assert taker[:, 0].any() and taker[:, 1].any()  # both seats take that role over the games
+    others = betas[~taker]
+    assert np.all((others >= -1.0) & (others <= 1.0)) and len(np.unique(others)) > 8

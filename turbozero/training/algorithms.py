@@ -144,10 +144,13 @@ class Algorithm(abc.ABC):
     def loss_fn(self, params, train_state, experience, l2_reg_lambda=0.0):
         """`(loss, (metrics, updates))`, the signature `trainer.train` differentiates."""
 
-    def collect(self, state: Any, jitted_collect: Callable) -> tuple[Any, Any]:
+    def collect(self, state: Any, jitted_collect: Callable, risk: Any = None
+                ) -> tuple[Any, Any]:
         """One iteration of self-play into the replay: `(loop state, CollectStats)`. Default:
-        the Trainer's jitted collector (`collect_steps` moves of every game); an algorithm
-        whose self-play runs outside jit (the C++ CPU path) plays its games here instead."""
+        the Trainer's jitted collector (`collect_steps` moves of every game, `risk` already
+        inside it); an algorithm whose self-play runs outside jit (the C++ CPU path) plays its
+        games here instead, with `TrainConfig.risk`'s per-seat betas."""
+        del risk
         return jitted_collect(state)
 
     def sample(self, buffer: replay.ReplayBuffer, key: jax.Array, batch_size: int) -> Any:

@@ -78,13 +78,14 @@ class CPUAlphaZero(AlphaZero):
                              "games end by the rules or by max_moves as a draw)")
 
     def check_risk(self, risk) -> None:
-        if risk is not None:
-            raise ValueError("TrainConfig.risk is not wired into the CPU path (its search has "
-                             "one risk_beta for every seat: CPUSearchConfig.risk_beta)")
+        """Per-seat risk is searched by the C++ tree (seat betas per game); the evaluation
+        search (the kernel) uses CPUSearchConfig.risk_beta."""
 
-    def collect(self, state, jitted_collect):
+    def collect(self, state, jitted_collect, risk=None):
         """Play `num_games` whole games on the CPU path and write them into the replay rows
-        (game g into row g mod num_envs, moves in order), instead of the jitted collector."""
+        (game g into row g mod num_envs, moves in order), instead of the jitted collector.
+        With `risk` (TrainConfig.risk), every game draws its seats' betas at this iteration
+        of the schedule, as the jitted collector's new games do."""
         del jitted_collect
         ts = state.train_state
         variables = {"params": ts.params}
@@ -94,8 +95,13 @@ class CPUAlphaZero(AlphaZero):
         # the games it would have played
         cfg = dataclasses.replace(
             self.cpu_config, seed=self.cpu_config.seed + int(state.iteration) * 7919)
+        seat_betas = None
+        if risk is not None:
+            key = jax.random.fold_in(self._games_key, int(state.iteration))
+            seat_betas = np.asarray(risk.draw(key, state.iteration, cfg.num_games,
+                                              self.env.num_players))
         games = cpu_self_play(self.env, self.evaluator, variables, cfg, self._games_key,
-                              self._pool_evaluator)
+                              self._pool_evaluator, seat_betas)
         buffer, stats = write_games(state.buffer, games, self.env.num_players)
         return state.replace(buffer=buffer), stats
 

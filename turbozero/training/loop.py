@@ -332,7 +332,7 @@ class Trainer:
     def step(self) -> dict[str, Any]:
         """One iteration: collect, then train if the replay has finished games."""
         t0 = time.perf_counter()
-        self.state, stats = self.algorithm.collect(self.state, self._collect)
+        self.state, stats = self.algorithm.collect(self.state, self._collect, self.config.risk)
         stats = distributed.to_host(stats)  # with several processes, each holds its shards
         record: dict[str, Any] = {
             "episodes_finished": int(stats.episodes_finished),

@@ -202,8 +202,11 @@ class SelfPlayGames(NamedTuple):
 
 
 def cpu_self_play(env, evaluator, params, config: CPUSelfPlayConfig, key: jax.Array,
-                  pool_evaluator=None) -> SelfPlayGames:
+                  pool_evaluator=None, seat_betas=None) -> SelfPlayGames:
     """Play config.num_games games with the CPU path and return them as training samples.
+
+    `seat_betas` float[num_games, 2]: each game's entropic-risk beta per seat (per-game
+    asymmetric risk; selection at a node uses its mover's); None: `config.search.risk_beta`.
 
     `pool_evaluator` (from `make_pool_evaluator(env, evaluator, key)`) may be passed to reuse
     its compiled tiers across calls; it fixes the key that seeds the games.
@@ -213,7 +216,16 @@ def cpu_self_play(env, evaluator, params, config: CPUSelfPlayConfig, key: jax.Ar
         raise ValueError(f"{env.id}: the CPU path searches deterministic turn-based games")
     if env.num_players > 2:
         raise ValueError(f"{env.id}: the CPU path backs up one zero-sum value (<= 2 players)")
-    coord = ext.Coordinator(config.to_native())
+    native = config.to_native()
+    if seat_betas is not None:
+        betas = np.asarray(seat_betas, np.float64)
+        if betas.shape != (config.num_games, 2):
+            raise ValueError(f"seat_betas must be [num_games={config.num_games}, 2], got "
+                             f"{betas.shape}")
+        if not np.all(np.isfinite(betas)):
+            raise ValueError("seat_betas must be finite")
+        native.seat_betas = [float(b) for b in betas.reshape(-1)]
+    coord = ext.Coordinator(native)
     num_slots = coord.num_state_slots + 1  # + a scratch slot for padding rows
     scratch = num_slots - 1
     pool = make_state_pool(env, num_slots)

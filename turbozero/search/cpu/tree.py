@@ -197,6 +197,13 @@ class SearchTree:
         return RootStats(d["actions"], d["visits"], d["priors"], d["q"], d["value"],
                          d["root_visits"], d["player"], wdl)
 
+    def set_seat_betas(self, beta0: float, beta1: float) -> None:
+        """Per-seat entropic-risk betas: selection at a node uses the beta of its mover (the JAX
+        kernel's `risk_beta[B, P]`); both default to `config.risk_beta`."""
+        if not (np.isfinite(beta0) and np.isfinite(beta1)):
+            raise ValueError(f"seat betas must be finite, got {beta0}, {beta1}")
+        self._tree.set_seat_betas(float(beta0), float(beta1))
+
     def soft_value(self, beta: float) -> float:
         """The root's LogSumExp soft value for its mover at `beta` (the JAX kernel's
         `risk_value`, docs/search.md): 0 at beta 0."""
