@@ -11,6 +11,8 @@ import pytest
 
 import envs
 from turbozero.search.cpu import cpu_search_available
+from turbozero.training import replay
+from turbozero.training.stored_observations import EnvStates
 from turbozero.training.stored_policies import LegalPolicy
 
 # back in the default suite (12-16 s): it was moved out while hunting a crash of full-suite runs
@@ -20,10 +22,11 @@ from turbozero.training.stored_policies import LegalPolicy
 pytestmark = pytest.mark.skipif(not cpu_search_available(),
                                 reason="the C++ extension is not built (pip install -e .)")
 
-# the replay keeps the legal moves' policy targets (LegalPolicy), so that the CPU path's writer
-# is checked on a stored form other than the dense one
+# the replay keeps env states (EnvStates) and the legal moves' policy targets (LegalPolicy), so
+# that the CPU path's writer is checked on stored forms other than the dense planes (those are
+# written in tests/test_cpu_search_jax.py)
 SMALL = dict(num_iterations=2, eval_every=2, eval_games=8, checkpoint_every=0,
-             replay_policies=LegalPolicy())
+             replay_observations=EnvStates(), replay_policies=LegalPolicy())
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +62,11 @@ def test_games_in_the_replay_replay_through_the_env(trained):
     env = envs.make("pgx/tic_tac_toe")
     buffer = trainer.state.buffer
     assert isinstance(buffer.policy_form, LegalPolicy)
+    assert isinstance(buffer.form, EnvStates)
     policy, legal_mask = jax.device_get(buffer.policy_form.decode(buffer.policy_target))
+    e, t = buffer.episode_id.shape
+    observation = np.asarray(replay.observations(  # observed again from the stored states
+        buffer, *np.meshgrid(np.arange(e), np.arange(t), indexing="ij")))
     buf = jax.device_get(buffer)
     step = jax.jit(env.step)
     checked = 0
@@ -75,7 +82,7 @@ def test_games_in_the_replay_replay_through_the_env(trained):
                 jax.random.PRNGKey(trainer.algorithm.cpu_config.seed), g))
             for c in cols:
                 np.testing.assert_array_equal(np.asarray(state.observation),
-                                              buf.observation[row, c])
+                                              observation[row, c])
                 np.testing.assert_array_equal(np.asarray(state.legal_action_mask),
                                               legal_mask[row, c])
                 assert int(state.current_player) == buf.current_player[row, c]

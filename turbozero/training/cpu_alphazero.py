@@ -23,8 +23,6 @@ from turbozero.search.roots import PUCTRoot
 from turbozero.search.selection import SpecPUCT
 from turbozero.training.algorithms import AlphaZero, register_algorithm
 from turbozero.training.collector import CollectStats
-from turbozero.training.stored_observations import ObservationPlanes
-from turbozero.training.stored_policies import DensePolicy
 
 
 def kernel_config(config: CPUSelfPlayConfig) -> TreeSearchConfig:
@@ -65,13 +63,6 @@ class CPUAlphaZero(AlphaZero):
             raise ValueError(f"{env.id}: the CPU path searches deterministic turn-based games "
                              "of at most two players")
 
-    def init_replay(self, num_envs, capacity, states, form=ObservationPlanes(),
-                    policy_form=DensePolicy()):
-        if not isinstance(form, ObservationPlanes):
-            raise ValueError("the CPU path writes observations into the replay: "
-                             "replay_observations must be ObservationPlanes()")
-        return super().init_replay(num_envs, capacity, states, form, policy_form)
-
     def check_truncated_games(self, truncated_games) -> None:
         if truncated_games is not None:
             raise ValueError("TrainConfig.truncated_games is not wired into the CPU path (its "
@@ -101,7 +92,7 @@ class CPUAlphaZero(AlphaZero):
             seat_betas = np.asarray(risk.draw(key, state.iteration, cfg.num_games,
                                               self.env.num_players))
         games = cpu_self_play(self.env, self.evaluator, variables, cfg, self._games_key,
-                              self._pool_evaluator, seat_betas)
+                              self._pool_evaluator, seat_betas, state.buffer.form)
         buffer, stats = write_games(state.buffer, games, self.env.num_players)
         return state.replace(buffer=buffer), stats
 
@@ -116,7 +107,11 @@ def write_games(buffer, games, num_players: int):
     # AlphaZero's record with a WDL head (algorithms.AlphaZero.search_record_like)
     record = (None if host.search_record is None else
               {k: np.array(v) for k, v in host.search_record.items()})
-    # the policy targets of all positions in the buffer's stored form, one leaf per array
+    # pytree fields, leaf by leaf: what the observation form keeps (the games hold it in that
+    # form already) and the policy targets in the policy form
+    obs_leaves, obs_def = jax.tree_util.tree_flatten(host.observation)
+    obs_leaves = [np.array(x) for x in obs_leaves]
+    game_obs = [np.asarray(x) for x in jax.tree_util.tree_leaves(games.observation)]
     target_leaves, target_def = jax.tree_util.tree_flatten(host.policy_target)
     target_leaves = [np.array(x) for x in target_leaves]
     encoded = [np.asarray(x) for x in jax.tree_util.tree_leaves(buffer.policy_form.encode(
@@ -137,7 +132,8 @@ def write_games(buffer, games, num_players: int):
         outcome_sum += returns[0]  # seat order: the game's final return of every seat
         for j, i in enumerate(idx):
             col = (first + j) % capacity
-            arrays["observation"][row, col] = games.observation[i]
+            for leaf, new_leaf in zip(obs_leaves, game_obs):
+                leaf[row, col] = new_leaf[i]
             for leaf, new_leaf in zip(target_leaves, encoded):
                 leaf[row, col] = new_leaf[i]
             if record is not None:
@@ -157,7 +153,10 @@ def write_games(buffer, games, num_players: int):
         longest = max(longest, first - ptr + len(idx))
     arrays["ptr"] = np.int32((ptr + longest) % capacity)
     arrays["num_writes"] = np.int32(writes + longest)
+    arrays.pop("observation", None)
     new = host.replace(**{k: jnp.asarray(v) for k, v in arrays.items()},
+                       observation=jax.tree_util.tree_unflatten(
+                           obs_def, [jnp.asarray(x) for x in obs_leaves]),
                        policy_target=jax.tree_util.tree_unflatten(
                            target_def, [jnp.asarray(x) for x in target_leaves]),
                        search_record=None if record is None else

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
-from typing import Callable, NamedTuple, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -184,7 +184,9 @@ def make_state_pool(env, num_slots: int):
 class SelfPlayGames(NamedTuple):
     """Finished games as training samples (N: all moves of all games)."""
 
-    observation: np.ndarray  # [N, ...] the network input at each searched root
+    # [N, ...] the network input at each searched root, or what the replay form passed to
+    # `cpu_self_play` keeps of it (a pytree of [N, ...] arrays, e.g. env states)
+    observation: Any
     policy: np.ndarray  # float32[N, A] root visit distribution over all actions
     legal_action_mask: np.ndarray  # bool[N, A] the legal actions of each searched root
     value: np.ndarray  # float32[N] the game's outcome for the player to move (0: cut or draw)
@@ -202,11 +204,13 @@ class SelfPlayGames(NamedTuple):
 
 
 def cpu_self_play(env, evaluator, params, config: CPUSelfPlayConfig, key: jax.Array,
-                  pool_evaluator=None, seat_betas=None) -> SelfPlayGames:
+                  pool_evaluator=None, seat_betas=None, form=None) -> SelfPlayGames:
     """Play config.num_games games with the CPU path and return them as training samples.
 
     `seat_betas` float[num_games, 2]: each game's entropic-risk beta per seat (per-game
     asymmetric risk; selection at a node uses its mover's); None: `config.search.risk_beta`.
+    `form`: how `SelfPlayGames.observation` keeps each position, a replay form bound to `env`
+    (`turbozero.training.stored_observations`; None: the observation planes).
 
     `pool_evaluator` (from `make_pool_evaluator(env, evaluator, key)`) may be passed to reuse
     its compiled tiers across calls; it fixes the key that seeds the games.
@@ -274,20 +278,24 @@ def cpu_self_play(env, evaluator, params, config: CPUSelfPlayConfig, key: jax.Ar
     coord.join()  # rethrows a worker's exception
     seconds = time.perf_counter() - start
     stats = dict(coord.stats(), batches=batches, seconds=seconds)
-    return _samples(env, coord.records(), key, stats, config.max_moves)
+    return _samples(env, coord.records(), key, stats, config.max_moves, form)
 
 
 @functools.lru_cache(maxsize=8)
-def _replayer(env, num_games: int, num_moves: int):
-    """jit: (key, actions int32[G, M]) -> (observation [M, G, ...], legal bool[M, G, A]) of
-    the G games replayed from their starts, all at once (one compile per shape)."""
+def _replayer(env, num_games: int, num_moves: int, form):
+    """jit: (key, actions int32[G, M]) -> (stored [M, G, ...], legal bool[M, G, A]) of the G
+    games replayed from their starts, all at once (one compile per shape); `stored` is what
+    the replay form keeps of each position (None: the observation)."""
 
     def run(key, actions):
         states = jax.vmap(lambda g: env.init_state(jax.random.fold_in(key, g)))(
             jnp.arange(num_games))
 
         def body(s, a):
-            out = (jax.vmap(env.observe)(s), s.legal_action_mask)
+            observed = s.replace(observation=jax.vmap(env.observe)(s))
+            # a form that does not keep the observation leaves it unused: XLA drops it
+            stored = observed.observation if form is None else form.encode(observed)
+            out = (stored, s.legal_action_mask)
             return jax.vmap(lambda st, ac: env.transition(st, ac))(s, a), out
 
         _, (obs, legal) = jax.lax.scan(body, states, actions.T)
@@ -296,7 +304,7 @@ def _replayer(env, num_games: int, num_moves: int):
     return jax.jit(run)
 
 
-def _samples(env, records: list, key, stats: dict, max_moves: int) -> SelfPlayGames:
+def _samples(env, records: list, key, stats: dict, max_moves: int, form=None) -> SelfPlayGames:
     """Replay the games from their seeds to get the observation and legal mask at every
     searched root: one jitted scan over all games (padded to `max_moves`, so every call has one
     shape), where replaying move by move from Python took 60% of an iteration (measured,
@@ -320,11 +328,13 @@ def _samples(env, records: list, key, stats: dict, max_moves: int) -> SelfPlayGa
             wdl.append((w["win"], w["draw"], w["loss"]) if w["count"] else (0.0, 0.0, 0.0))
             soft.append(m["soft_value"])
             root.append(m["root_value"])
-    obs, legal = jax.device_get(_replayer(env, num_games, max_moves)(key, jnp.asarray(actions)))
+    obs, legal = jax.device_get(
+        _replayer(env, num_games, max_moves, form)(key, jnp.asarray(actions)))
     rows, cols = (np.asarray([i[0] for i in index], np.int64),
                   np.asarray([i[1] for i in index], np.int64))
     return SelfPlayGames(
-        observation=np.asarray(obs)[rows, cols], policy=np.stack(pol),
+        observation=jax.tree_util.tree_map(lambda x: np.asarray(x)[rows, cols], obs),
+        policy=np.stack(pol),
         legal_action_mask=np.asarray(legal)[rows, cols],
         value=np.asarray(val, np.float32),
         player=np.asarray(ply, np.int32), action=np.asarray(act, np.int32),
