@@ -13,6 +13,7 @@ from turbozero.search.kernel import TreeSearchConfig
 from turbozero.search.mctx_policies import SearchConfig
 from turbozero.search.roots import GumbelRoot, PUCTRoot
 from turbozero.search.selection import MctxPUCT, SpecPUCT
+from turbozero.chess_adjudication import MaterialAdjudication
 from turbozero.training.acting import TemperatureSchedule
 from turbozero.training.loop import TrainConfig
 from turbozero.training.muzero import MuZeroConfig
@@ -121,6 +122,22 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             max_eval_steps=100, eval_opponents=("random",),
             temperature_schedule=_CHESS_LIKE,
             replay_policies=LegalPolicy(),
+        ),
+        # tiny's games with 4x the search (32 simulations), a 32 x 2 network, and capped
+        # self-play games adjudicated by material (a side up 3 pawns at the cap wins; evaluation
+        # stays by the rules): on tiny the value head learned only "a capped game is a draw"
+        # (docs/learning.md, "Chess small")
+        "small": dict(
+            env_config=(("max_plies", 100),),
+            num_envs=32, collect_steps=32, train_steps=16, batch_size=128, replay_capacity=256,
+            num_iterations=40, eval_every=10, eval_games=32,
+            optimizer=Optimizer(learning_rate=3e-3),
+            network={"num_filters": 32, "num_blocks": 2, "value_hidden": 64},
+            search=_kernel(32),
+            max_eval_steps=100, eval_opponents=("random", "material"),
+            temperature_schedule=_CHESS_LIKE,
+            replay_policies=LegalPolicy(),
+            truncated_games=MaterialAdjudication(margin=3),
         ),
         # the tiny set-up with self-play on the C++ CPU path (docs/cpu_search.md, "Training")
         "cpu": dict(
