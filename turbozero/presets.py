@@ -42,6 +42,23 @@ _SPEC_CHESS_SEARCH = TreeSearchConfig(
     root=PUCTRoot(dirichlet_alpha=0.3, dirichlet_fraction=0.25))
 _BACKGAMMON = TemperatureSchedule(temperature=1.0, moves=20)
 
+# games capped at 100 plies (a cap is a draw) so that self-play finishes games: 32 of them every
+# ~3 iterations, about a quarter decisive with the untrained net (measured; at the spec's 512
+# plies the old preset finished 2 games in 10 iterations); a replay ring of 256 positions holds
+# whole games. Evaluation plays the same capped games, so its win rate counts mates within 100
+# plies (docs/learning.md).
+_CHESS_TINY = dict(
+    env_config=(("max_plies", 100),),
+    num_envs=32, collect_steps=32, train_steps=16, batch_size=128, replay_capacity=256,
+    num_iterations=40, eval_every=10, eval_games=32,
+    optimizer=Optimizer(learning_rate=3e-3),
+    network={"num_filters": 16, "num_blocks": 1, "value_hidden": 32},
+    search=_kernel(8),
+    max_eval_steps=100, eval_opponents=("random",),
+    temperature_schedule=_CHESS_LIKE,
+    replay_policies=LegalPolicy(),
+)
+
 _PYRAT_TINY = dict(
     env_config=(("width", 7), ("height", 7), ("cheese_count", 10), ("max_turns", 60)),
     num_envs=32, collect_steps=30, train_steps=64, batch_size=128, replay_capacity=120,
@@ -107,36 +124,15 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         ),
     },
     "chess": {
-        # games capped at 100 plies (a cap is a draw) so that self-play finishes games: 32 of
-        # them every ~3 iterations, about a quarter decisive with the untrained net (measured;
-        # at the spec's 512 plies the old preset finished 2 games in 10 iterations); a replay
-        # ring of 256 positions holds whole games. Evaluation plays the same capped games, so
-        # its win rate counts mates within 100 plies (docs/learning.md).
-        "tiny": dict(
-            env_config=(("max_plies", 100),),
-            num_envs=32, collect_steps=32, train_steps=16, batch_size=128, replay_capacity=256,
-            num_iterations=40, eval_every=10, eval_games=32,
-            optimizer=Optimizer(learning_rate=3e-3),
-            network={"num_filters": 16, "num_blocks": 1, "value_hidden": 32},
-            search=_kernel(8),
-            max_eval_steps=100, eval_opponents=("random",),
-            temperature_schedule=_CHESS_LIKE,
-            replay_policies=LegalPolicy(),
-        ),
+        "tiny": _CHESS_TINY,
         # tiny's games with 4x the search (32 simulations), a 32 x 2 network, and capped
         # self-play games adjudicated by material (a side up 3 pawns at the cap wins; evaluation
         # stays by the rules): on tiny the value head learned only "a capped game is a draw"
         # (docs/learning.md, "Chess small")
         "small": dict(
-            env_config=(("max_plies", 100),),
-            num_envs=32, collect_steps=32, train_steps=16, batch_size=128, replay_capacity=256,
-            num_iterations=40, eval_every=10, eval_games=32,
-            optimizer=Optimizer(learning_rate=3e-3),
+            _CHESS_TINY,
             network={"num_filters": 32, "num_blocks": 2, "value_hidden": 64},
-            search=_kernel(32),
-            max_eval_steps=100, eval_opponents=("random", "material"),
-            temperature_schedule=_CHESS_LIKE,
-            replay_policies=LegalPolicy(),
+            search=_kernel(32), eval_opponents=("random", "material"),
             truncated_games=MaterialAdjudication(margin=3),
         ),
         # the tiny set-up with self-play on the C++ CPU path (docs/cpu_search.md, "Training")
