@@ -65,10 +65,12 @@ def _network(game):
     return env, NetworkEvaluator(net.apply, spec.value_format), variables
 
 
-def _jax_selfplay(env, evaluator, variables, games, sims, moves):
+def _jax_selfplay(env, evaluator, variables, games, sims, moves, leaves):
     from turbozero.search.kernel import TreeSearchConfig, search_env
 
-    cfg = TreeSearchConfig(num_simulations=sims, root=PUCTRoot(), temperature=1.0)
+    # the same leaves per step as the CPU path: both batch L leaves per tree per network call
+    cfg = TreeSearchConfig(num_simulations=sims, root=PUCTRoot(), temperature=1.0,
+                           leaves_per_step=leaves)
 
     @jax.jit
     def move(states, key):
@@ -116,9 +118,9 @@ def selfplay(game, games, sims, moves, workers_list, leaves, tiers):
     key = jax.random.PRNGKey(3)
     print(f"| path | workers | games | sims | positions | seconds | positions/s | sims/s |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-    t = _jax_selfplay(env, evaluator, variables, games, sims, moves)
+    t = _jax_selfplay(env, evaluator, variables, games, sims, moves, leaves)
     n = games * moves
-    print(f"| all-JAX kernel | - | {games} | {sims} | {n} | {t:.2f} | {n / t:.1f} | "
+    print(f"| all-JAX kernel (L={leaves}) | - | {games} | {sims} | {n} | {t:.2f} | {n / t:.1f} | "
           f"{n * sims / t:.0f} |")
     pool_eval = make_pool_evaluator(env, evaluator, key)
     for w in workers_list:

@@ -12,6 +12,7 @@ visit with one worker (tests/test_cpu_search_jax.py), so evaluation stays jittab
 from __future__ import annotations
 
 import dataclasses
+import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -98,76 +99,94 @@ class CPUAlphaZero(AlphaZero):
 
 
 def write_games(buffer, games, num_players: int):
-    """The finished games of `cpu_self_play` into the per-game rings (host-side numpy; the CPU
-    path's device is the host). Returns (buffer, CollectStats)."""
-    host = jax.device_get(buffer)
-    # the array fields; the policy targets and the search record are pytrees, written below
-    arrays = {f.name: np.array(getattr(host, f.name)) for f in dataclasses.fields(host)
-              if isinstance(getattr(host, f.name), np.ndarray)}
-    # AlphaZero's record with a WDL head (algorithms.AlphaZero.search_record_like)
-    record = (None if host.search_record is None else
-              {k: np.array(v) for k, v in host.search_record.items()})
-    # pytree fields, leaf by leaf: what the observation form keeps (the games hold it in that
-    # form already) and the policy targets in the policy form
-    obs_leaves, obs_def = jax.tree_util.tree_flatten(host.observation)
-    obs_leaves = [np.array(x) for x in obs_leaves]
-    game_obs = [np.asarray(x) for x in jax.tree_util.tree_leaves(games.observation)]
-    target_leaves, target_def = jax.tree_util.tree_flatten(host.policy_target)
-    target_leaves = [np.array(x) for x in target_leaves]
-    encoded = [np.asarray(x) for x in jax.tree_util.tree_leaves(buffer.policy_form.encode(
-        jnp.asarray(games.policy), jnp.asarray(games.legal_action_mask)))]
-    num_envs, capacity = arrays["episode_id"].shape
-    ptr, writes = int(arrays["ptr"]), int(arrays["num_writes"])
+    """The finished games of `cpu_self_play` into the per-game rings: game g into row
+    `g mod num_envs`, its moves at consecutive columns after the ones written before it in
+    this call. Returns (buffer, CollectStats).
+
+    The slots are worked out on the host (one pass over the games), then one jitted scatter
+    writes only the new positions into the donated buffer: copying the whole replay to the
+    host and back took about half of a chess `cpu` iteration (measured: 2.7 of 5.6 s)."""
+    num_envs, capacity = buffer.episode_id.shape
+    ptr, writes = int(buffer.ptr), int(buffer.num_writes)
     num_games = len(games.terminated)
-    longest = 0
+    n = len(games.game)
+    rows, cols = np.zeros(n, np.int32), np.zeros(n, np.int32)
+    written_at, episode = np.zeros(n, np.int32), np.zeros(n, np.int32)
+    returns = np.zeros((n, num_players), np.float32)
+    seats = np.arange(num_players)[None]
+    in_row = np.zeros(num_envs, np.int64)  # positions this call wrote into each row so far
     outcome_sum = np.zeros(num_players, np.float32)
     for g in range(num_games):
         idx = np.flatnonzero(games.game == g)
         row = g % num_envs
-        first = ptr + sum(len(np.flatnonzero(games.game == h)) for h in range(row, g, num_envs))
-        value = games.value[idx]  # outcome for the player to move
-        player = games.player[idx]
-        seats = np.arange(num_players)[None]
-        returns = np.where(seats == player[:, None], value[:, None], -value[:, None])
-        outcome_sum += returns[0]  # seat order: the game's final return of every seat
-        for j, i in enumerate(idx):
-            col = (first + j) % capacity
-            for leaf, new_leaf in zip(obs_leaves, game_obs):
-                leaf[row, col] = new_leaf[i]
-            for leaf, new_leaf in zip(target_leaves, encoded):
-                leaf[row, col] = new_leaf[i]
-            if record is not None:
-                record["root_wdl"][row, col] = games.root_wdl[i]
-                record["soft_value"][row, col] = games.soft_value[i]
-            arrays["current_player"][row, col] = player[j]
-            arrays["action"][row, col] = games.action[i]
-            # seat order, as the kernel's root_values: the mover's value and its negation
-            arrays["search_values"][row, col] = np.where(
-                seats[0] == player[j], games.root_value[i], -games.root_value[i])
-            arrays["written_at"][row, col] = writes + (first - ptr) + j
-            arrays["return_before"][row, col] = 0.0
-            arrays["returns"][row, col] = returns[j]
-            arrays["episode_id"][row, col] = writes * num_games + g
-            arrays["written"][row, col] = True
-            arrays["has_target"][row, col] = True
-        longest = max(longest, first - ptr + len(idx))
-    arrays["ptr"] = np.int32((ptr + longest) % capacity)
-    arrays["num_writes"] = np.int32(writes + longest)
-    arrays.pop("observation", None)
-    new = host.replace(**{k: jnp.asarray(v) for k, v in arrays.items()},
-                       observation=jax.tree_util.tree_unflatten(
-                           obs_def, [jnp.asarray(x) for x in obs_leaves]),
-                       policy_target=jax.tree_util.tree_unflatten(
-                           target_def, [jnp.asarray(x) for x in target_leaves]),
-                       search_record=None if record is None else
-                       {k: jnp.asarray(v) for k, v in record.items()})
-    new = jax.tree_util.tree_map(
-        lambda n, old: jax.device_put(n, old.sharding) if hasattr(old, "sharding") else n,
-        new, buffer)
+        j = np.arange(len(idx))
+        rows[idx] = row
+        cols[idx] = (ptr + in_row[row] + j) % capacity
+        written_at[idx] = writes + in_row[row] + j
+        episode[idx] = writes * num_games + g
+        value, player = games.value[idx], games.player[idx]  # outcome for the player to move
+        returns[idx] = np.where(seats == player[:, None], value[:, None], -value[:, None])
+        outcome_sum += returns[idx[0]]  # seat order: the game's final return of every seat
+        in_row[row] += len(idx)
+    longest = int(in_row.max()) if num_games else 0
+    # a slot written twice in this call (a row's games longer than its ring) keeps the last
+    # write, as writing move by move would
+    flat = rows.astype(np.int64) * capacity + cols
+    keep = n - 1 - np.unique(flat[::-1], return_index=True)[1]
+    # padded to a power of two so that the scatter compiles for a few sizes only; padding
+    # rows point past the last ring and are dropped
+    size = max(64, 1 << int(np.ceil(np.log2(max(len(keep), 1)))))
+    pad = size - len(keep)
+
+    def take(x, fill=0):
+        x = np.asarray(x)[keep]
+        return np.concatenate([x, np.full((pad,) + x.shape[1:], fill, x.dtype)])
+
+    seat_values = np.where(seats == games.player[:, None], games.root_value[:, None],
+                           -games.root_value[:, None]).astype(np.float32)
+    record = (None if buffer.search_record is None else
+              {"root_wdl": take(games.root_wdl), "soft_value": take(games.soft_value)})
+    new = _scatter_positions(
+        buffer, take(rows, num_envs), take(cols),
+        jax.tree_util.tree_map(take, games.observation), take(games.policy),
+        take(games.legal_action_mask), take(games.player), take(games.action),
+        take(seat_values), take(written_at), take(returns), take(episode), record,
+        np.int32((ptr + longest) % capacity), np.int32(writes + longest))
     stats = CollectStats(episodes_finished=jnp.int32(num_games),
                          outcome_sum=jnp.asarray(outcome_sum),
-                         positions=jnp.int32(len(games.game)))
+                         positions=jnp.int32(n))
     return new, stats
+
+
+@functools.partial(jax.jit, donate_argnums=(0,))
+def _scatter_positions(buffer, rows, cols, observation, policy, legal_action_mask, player,
+                       action, search_values, written_at, returns, episode_id, record, ptr,
+                       num_writes):
+    """`buffer` with the positions [M] written at slots (rows, cols) (rows == num_envs: a
+    padding row, dropped); every written slot has its target (the games are finished)."""
+
+    def put(arr, value):
+        return arr.at[rows, cols].set(jnp.asarray(value).astype(arr.dtype), mode="drop")
+
+    ones = jnp.ones(rows.shape, jnp.bool_)
+    return buffer.replace(
+        observation=jax.tree_util.tree_map(put, buffer.observation, observation),
+        policy_target=jax.tree_util.tree_map(
+            put, buffer.policy_target, buffer.policy_form.encode(policy, legal_action_mask)),
+        current_player=put(buffer.current_player, player),
+        action=put(buffer.action, action),
+        search_values=put(buffer.search_values, search_values),
+        written_at=put(buffer.written_at, written_at),
+        return_before=put(buffer.return_before, jnp.zeros_like(returns)),
+        returns=put(buffer.returns, returns),
+        episode_id=put(buffer.episode_id, episode_id),
+        written=put(buffer.written, ones),
+        has_target=put(buffer.has_target, ones),
+        search_record=None if record is None else jax.tree_util.tree_map(
+            put, buffer.search_record, record),
+        ptr=jnp.asarray(ptr, buffer.ptr.dtype),
+        num_writes=jnp.asarray(num_writes, buffer.num_writes.dtype),
+    )
 
 
 register_algorithm(CPUSelfPlayConfig, CPUAlphaZero)
