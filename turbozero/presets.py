@@ -253,6 +253,7 @@ MEASURED_TIMES: dict[tuple[str, str], str] = {
     ("backgammon", "tiny"): "75 s to 2 min 30 s (docs/training.md)",
     ("backgammon", "medium"): "22 min with a second seed beside it (docs/learning.md)",
     ("chess", "tiny"): "9 min 27 s beside a second seed (docs/learning.md)",
+    ("chess", "small"): "30 min beside a second seed (docs/learning.md)",
     ("pgx/tic_tac_toe", "tiny"): "21 s (docs/training.md)",
     ("pyrat", "tiny"): "4 min 50 s (docs/pyrat.md)",
     ("pyrat", "small"): "41 min beside other runs (250 iterations, docs/learning.md)",
