@@ -342,6 +342,24 @@ def test_chess_mate_in_one_found_and_walking_into_one_avoided_by_both_colours():
     assert float(result.root_value[0]) > 0.9 and float(result.root_value[1]) > 0.9
 
 
+@pytest.mark.slow  # the large preset's evaluation search, 800 simulations x 4 chess games
+def test_chess_preset_search_finds_and_avoids_mate_in_one_for_both_colours():
+    """The same positions through the `large` chess preset's own search (c_puct 1.5,
+    fpu_base 1.0, its evaluation form: no noise, temperature 0) with a uniform network."""
+    from turbozero.presets import get_preset
+    from turbozero.training.algorithms import evaluation_search
+
+    config = evaluation_search(get_preset("chess", "large").search)
+    assert (config.selection.c_puct, config.selection.fpu_base) == (1.5, 1.0)
+    assert config.num_simulations == 800
+    fens = MATE_FENS + AVOID_FENS
+    states = _stack([CHESS.from_fen(f) for f in fens])
+    result, _ = _kernel(UNIFORM_CHESS, states, jax.random.PRNGKey(0), config)
+    verdicts = [_mates_after(f, envs.chess.decode_action(CHESS.from_fen(f), int(a)))
+                for f, a in zip(fens, np.asarray(result.action))]
+    assert verdicts == ["mates", "mates", "safe", "safe"]
+
+
 # ------------------------------------------------------------------ root noise, bounds, API
 @pytest.mark.slow  # two chess compilations: 40-110 s on 2 shared cores
 def test_root_noise_shows_in_the_visits_at_the_chess_start():

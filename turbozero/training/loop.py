@@ -64,9 +64,10 @@ class TrainConfig:
     # replay alone is GBs). A `trainer.state` (or any part of it) kept from before a step is
     # then freed by the step; off by default so that such references stay readable.
     donate_loop_state: bool = False
-    # self-play targets of games cut by the env's step cap: None keeps the env's rewards (a
-    # draw in chess); an object with `rewards(env, states) -> float32[B, P]` scores them
-    # (e.g. turbozero.chess_adjudication.MaterialAdjudication); evaluation is never adjudicated
+    # self-play targets of games cut by the env's step cap: None keeps the env's rewards at
+    # the cap (commonly none: a draw); an object with `rewards(env, states) -> float32[B, P]`
+    # scores them (a game's adjudication, docs/training.md "One iteration"); evaluation is
+    # never adjudicated
     truncated_games: Any = None
     # the optax chain: clipping, masked weight decay, update rule, learning-rate schedule
     # (trainer.Optimizer; any object with build(total_steps) and check(params))
