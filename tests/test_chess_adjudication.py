@@ -69,8 +69,45 @@ def test_capped_self_play_targets_follow_the_material_and_only_then():
     assert replay.num_samples(buf) == 8
 
 
+def test_self_play_max_moves_cuts_games_before_the_env_cap_for_the_targets_only():
+    """`TrainConfig.self_play_max_moves` (collector `max_moves`): on a board whose own cap is
+    far away, the games from the queen-up position are cut after 2 plies, adjudicated, and
+    fresh games start; without it none ends in those 2 plies."""
+    board = envs.make("chess", max_plies=100)
+    start = _stack([board.from_fen(QUEEN_UP)] * 4)
+    assert int(start.step_count[0]) == 0
+    col = collector_lib.CollectorState(
+        env_state=start, episode_id=jnp.arange(4, dtype=jnp.int32),
+        return_so_far=jnp.zeros((4, 2), jnp.float32))
+
+    def uniform(variables, states, key):
+        legal = states.legal_action_mask
+        return legal / legal.sum(-1, keepdims=True)
+
+    from turbozero.networks import ScalarValue
+    from turbozero.search import TreeSearchConfig
+    from turbozero.training.algorithms import AlphaZero
+
+    algo = AlphaZero(board, None, ScalarValue(), TreeSearchConfig(num_simulations=2))
+    finished = {}
+    for cap in (None, 2):
+        buf = algo.init_replay(4, 4, start)
+        col2, buf, stats = collector_lib.collect(
+            board, uniform, None, col, buf, jax.random.PRNGKey(1), 2,
+            truncated_games=MaterialAdjudication(), max_moves=cap)
+        finished[cap] = int(stats.episodes_finished)
+        if cap == 2:
+            np.testing.assert_array_equal(np.asarray(buf.returns[:, :2, 0]), 1.0)
+            np.testing.assert_array_equal(np.asarray(col2.episode_id), np.arange(4) + 4)
+            np.testing.assert_array_equal(np.asarray(col2.env_state.step_count), 0)
+    assert finished == {None: 0, 2: 4}
+
+
 def test_bad_adjudication_settings_raise():
     with pytest.raises(ValueError, match="margin"):
         MaterialAdjudication(margin=0)
     with pytest.raises(ValueError, match="truncated_games"):
         TrainConfig(game="chess", truncated_games="material")
+    for bad in (0, -3, 2.5, True):
+        with pytest.raises(ValueError, match="self_play_max_moves"):
+            TrainConfig(game="chess", self_play_max_moves=bad)

@@ -125,10 +125,11 @@ class Algorithm(abc.ABC):
             raise ValueError(f"{type(self).__name__} has no per-seat risk: TrainConfig.risk "
                              "needs AlphaZero on the tree kernel")
 
-    def check_truncated_games(self, truncated_games: Any) -> None:
-        """ValueError if self-play cannot score cut games (`TrainConfig.truncated_games`); the
-        jitted collector can."""
-        del truncated_games
+    def check_truncated_games(self, truncated_games: Any,
+                              self_play_max_moves: Optional[int] = None) -> None:
+        """ValueError if self-play cannot score cut games (`TrainConfig.truncated_games`) or
+        cut them early (`TrainConfig.self_play_max_moves`); the jitted collector can."""
+        del truncated_games, self_play_max_moves
 
     @abc.abstractmethod
     def act(self, variables: Any, states: State, key: jax.Array) -> jax.Array:

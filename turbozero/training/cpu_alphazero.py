@@ -64,10 +64,13 @@ class CPUAlphaZero(AlphaZero):
             raise ValueError(f"{env.id}: the CPU path searches deterministic turn-based games "
                              "of at most two players")
 
-    def check_truncated_games(self, truncated_games) -> None:
+    def check_truncated_games(self, truncated_games, self_play_max_moves=None) -> None:
         if truncated_games is not None:
             raise ValueError("TrainConfig.truncated_games is not wired into the CPU path (its "
                              "games end by the rules or by max_moves as a draw)")
+        if self_play_max_moves is not None:
+            raise ValueError("TrainConfig.self_play_max_moves: the CPU path cuts its games with "
+                             "CPUSelfPlayConfig.max_moves instead")
 
     def check_risk(self, risk) -> None:
         """Per-seat risk is searched by the C++ tree (seat betas per game); the evaluation

@@ -69,6 +69,11 @@ class TrainConfig:
     # scores them (a game's adjudication, docs/training.md "One iteration"); evaluation is
     # never adjudicated
     truncated_games: Any = None
+    # cut self-play games after this many moves (the env state's step_count) as if the env
+    # had truncated them there, scored by `truncated_games`; evaluation plays to the env's own
+    # cap. Shorter self-play games give more finished games (value targets) per iteration.
+    # None: to the env's end.
+    self_play_max_moves: Optional[int] = None
     # the optax chain: clipping, masked weight decay, update rule, learning-rate schedule
     # (trainer.Optimizer; any object with build(total_steps) and check(params))
     optimizer: Any = Optimizer()
@@ -104,6 +109,11 @@ class TrainConfig:
                 getattr(self.truncated_games, "rewards", None)):
             raise ValueError("truncated_games must be None or an object with rewards(env, "
                              f"states), got {self.truncated_games!r}")
+        if self.self_play_max_moves is not None and (
+                isinstance(self.self_play_max_moves, bool)
+                or not isinstance(self.self_play_max_moves, int) or self.self_play_max_moves < 1):
+            raise ValueError("self_play_max_moves must be None or an int >= 1, got "
+                             f"{self.self_play_max_moves!r}")
         if not isinstance(self.donate_loop_state, bool):
             raise ValueError(f"donate_loop_state must be True or False, got "
                              f"{self.donate_loop_state!r}")
@@ -160,7 +170,7 @@ class Trainer:
         self.algorithm: Algorithm = build_algorithm(
             self.env, self.network.apply, self.spec.value_format, config.search, config.eval_search)
         self.algorithm.check_risk(config.risk)
-        self.algorithm.check_truncated_games(config.truncated_games)
+        self.algorithm.check_truncated_games(config.truncated_games, config.self_play_max_moves)
         self.mesh = make_mesh() if mesh is None else mesh
         n_dev = self.mesh.devices.size
         for name in ("num_envs", "batch_size", "eval_games"):
@@ -256,7 +266,7 @@ class Trainer:
             col, buf, stats = collector_lib.collect(
                 env, self.algorithm.self_play, self.variables(state.train_state),
                 state.collector, state.buffer, k, cfg.collect_steps, cfg.temperature_schedule,
-                cfg.risk, state.iteration, cfg.truncated_games,
+                cfg.risk, state.iteration, cfg.truncated_games, cfg.self_play_max_moves,
             )
             return state.replace(collector=col, buffer=buf, key=key), stats
 
