@@ -6,8 +6,10 @@
 Each figure is the median of `--repeats` timed calls after a compile call, on the preset's
 shapes (override with --num-envs / --simulations / --collect-steps / --train-steps /
 --batch-size). `--memory` runs nothing: it builds the loop state abstractly (`jax.eval_shape`,
-no allocation), compiles one self-play iteration and one training iteration at the preset's
-full shapes and prints XLA's `memory_analysis()` of each and the replay's size.
+no allocation), compiles one self-play iteration and one training step at the preset's
+full shapes and prints XLA's `memory_analysis()` of each and the replay's size. Training is
+timed as the Trainer runs it (one jitted update per step) and as one `lax.scan`
+(`trainer.train`), side by side.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import jax
 from turbozero.presets import get_preset
 from turbozero.search import search
 from turbozero.training import Trainer
+from turbozero.training import trainer as trainer_lib
 
 from _timing import median_time  # benchmarks/_timing.py (this script's folder)
 
@@ -66,11 +69,20 @@ def main() -> None:
         return metrics["loss"]
 
     t_train = median_time(train, args.repeats)
+    # the same updates in one lax.scan (trainer.train), which the Trainer no longer uses: on
+    # XLA:CPU convolution gradients inside a loop body run far slower (trainer.train's docstring)
+    scan = jax.jit(lambda ts, buf, key: trainer_lib.train(
+        ts, buf, key, loss_fn=trainer.algorithm.loss_fn, batch_size=cfg.batch_size,
+        num_steps=cfg.train_steps, sample_fn=trainer.algorithm.sample)[1]["loss"])
+    t_scan = median_time(lambda: scan(trainer.state.train_state, trainer.state.buffer,
+                                      trainer.state.key), args.repeats)
     n, sims = cfg.num_envs, cfg.search.num_simulations
     rows = [
         ("search simulations/s", n * sims / t_search, f"batch {n} x {sims} sims, {t_search*1e3:.1f} ms/call"),
         ("self-play positions/s", n * cfg.collect_steps / t_collect, f"{n} games x {cfg.collect_steps} moves"),
         ("training samples/s", cfg.batch_size * cfg.train_steps / t_train, f"{cfg.train_steps} steps x batch {cfg.batch_size}"),
+        ("  the same in a lax.scan", cfg.batch_size * cfg.train_steps / t_scan,
+         f"trainer.train; the Trainer's steps are {t_scan / t_train:.1f}x as fast"),
     ]
     print(f"game={args.game} preset={args.preset} devices={jax.device_count()} ({jax.devices()[0].platform})")
     print(f"| {'measure':<24} | {'value':>12} | shapes |")
@@ -104,11 +116,14 @@ def memory(cfg, args) -> None:
           f"{replay / positions:,.0f} bytes")
     print("| step | temporaries | arguments | outputs | aliased (donated) |")
     print("| --- | --- | --- | --- | --- |")
-    for name, fn, what in (("self-play iteration", trainer._collect,
-                            f"{cfg.num_envs} games x {cfg.collect_steps} moves"),
-                           ("training iteration", trainer._train,
-                            f"{cfg.train_steps} steps x batch {cfg.batch_size}")):
-        m = fn.lower(state).compile().memory_analysis()
+    # training runs one jitted update per step (loop.py, StepRunner): its memory is one step's
+    for name, lowered, what in (
+            ("self-play iteration", trainer._collect.lower(state),
+             f"{cfg.num_envs} games x {cfg.collect_steps} moves"),
+            ("training step", trainer._train_steps.step.lower(state.train_state, state.buffer,
+                                                              state.key),
+             f"batch {cfg.batch_size}, one of {cfg.train_steps} per iteration")):
+        m = lowered.compile().memory_analysis()
         print(f"| {name} ({what}) | {_gb(m.temp_size_in_bytes)} | "
               f"{_gb(m.argument_size_in_bytes)} | {_gb(m.output_size_in_bytes)} | "
               f"{_gb(m.alias_size_in_bytes)} |")

@@ -119,7 +119,8 @@ def test_a_field_of_a_derived_evaluation_search_can_be_set():
 
 # ------------------------------------------------------------------------ config JSON
 @pytest.mark.parametrize("game, preset", [("backgammon", "tiny"), ("pyrat", "small"),
-                                          ("chess", "large"), (GAME, "tiny")])
+                                          ("chess", "large"), ("pacosako", "small"),
+                                          (GAME, "tiny")])
 def test_config_json_round_trip(game, preset):
     config = get_preset(game, preset, eval_opponents=("random", "greedy"))
     text = json.dumps(config_to_json(config))

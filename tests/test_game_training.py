@@ -30,9 +30,10 @@ def test_simultaneous_game_needs_mcgs_config():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("game", ["chess", "pacosako"])
-def test_board_games_train_through_the_shared_loop(game):
-    cfg = get_preset(game, "tiny", num_iterations=2, collect_steps=8, eval_every=2,
+@pytest.mark.parametrize("game, preset", [("chess", "tiny"), ("pacosako", "tiny"),
+                                          ("pacosako", "small")])
+def test_board_games_train_through_the_shared_loop(game, preset):
+    cfg = get_preset(game, preset, num_iterations=2, collect_steps=8, eval_every=2,
                      eval_games=4, max_eval_steps=16, num_envs=4, batch_size=16)
     records = []
     Trainer(cfg).run(progress=False, callback=records.append)

@@ -23,7 +23,7 @@ from turbozero.training import collector as collector_lib
 from turbozero.training import replay
 from turbozero.training.acting import TemperatureSchedule
 from turbozero.training.trainer import (
-    check_decay_mask, decay_mask, make_optimizer, train, train_step)
+    StepRunner, check_decay_mask, decay_mask, make_optimizer, train, train_step)
 from turbozero.training.types import Experience, TrainState
 
 
@@ -204,3 +204,28 @@ def test_train_reports_skipped_steps_over_a_replay():
     assert int(ts.step) == 40 - skipped
     assert np.isfinite(float(m["loss"]))
     assert np.all(np.isfinite(np.asarray(ts.params["w"])))
+
+
+@pytest.mark.parametrize("donate", [False, True])
+def test_step_runner_makes_the_updates_of_train(donate):
+    """The Trainer's `StepRunner` (one jitted update per step, called from Python) makes the same
+    updates as `train`'s lax.scan: same keys, parameters, optimizer state and averaged metrics,
+    skipped steps included."""
+    n = 8
+    buf = replay.init_buffer(n, 2, jnp.zeros((1,)), (1,), 1)
+    buf = buf.replace(written=jnp.ones((n, 2), bool), has_target=jnp.ones((n, 2), bool),
+                      policy_target=buf.policy_target.replace(
+                          legal_action_mask=jnp.ones((n, 2, 1), bool), policy=jnp.ones((n, 2, 1))),
+                      returns=jnp.where(jnp.arange(n)[:, None, None] % 2 == 0, 0.0, 1.0)
+                      * jnp.ones((n, 2, 1)))
+    key = jax.random.PRNGKey(3)
+    want_ts, want = jax.jit(lambda t, k: train(t, buf, k, loss_fn=_toy_loss(0.5), batch_size=2,
+                                               num_steps=12))(_toy_state({"w": jnp.zeros(3)}), key)
+    runner = StepRunner(loss_fn=_toy_loss(0.5), batch_size=2, num_steps=12, donate=donate)
+    got_ts, got = runner(_toy_state({"w": jnp.zeros(3)}), buf, key)
+    assert 0 < int(got["skipped_nonfinite"]) < 12  # both kinds of step happened
+    assert set(got) == set(want)
+    for name in want:
+        np.testing.assert_allclose(np.asarray(got[name]), np.asarray(want[name]), rtol=1e-6)
+    for a, b in zip(jax.tree_util.tree_leaves(got_ts), jax.tree_util.tree_leaves(want_ts)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6)
