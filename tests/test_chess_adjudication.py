@@ -35,27 +35,32 @@ def test_material_decides_the_capped_game(fen, want):
     np.testing.assert_array_equal(np.asarray(got), [want])
 
 
-def test_capped_self_play_targets_follow_the_material_and_only_then():
-    """Games from a queen-up position cut after 2 plies: with adjudication every position of
-    them has White's target +1 and Black's -1; without, the draw's 0."""
-    start = _stack([CHESS.from_fen(QUEEN_UP)] * 4)
-    col = collector_lib.CollectorState(
-        env_state=start, episode_id=jnp.arange(4, dtype=jnp.int32),
-        return_so_far=jnp.zeros((4, 2), jnp.float32))
-
-    def uniform(variables, states, key):
-        legal = states.legal_action_mask
-        return legal / legal.sum(-1, keepdims=True)
-
+def _queen_up_games(board, n: int = 4):
+    """(start states [n], a collector on them, an AlphaZero to make their replay)."""
     from turbozero.networks import ScalarValue
     from turbozero.search import TreeSearchConfig
     from turbozero.training.algorithms import AlphaZero
 
-    algo = AlphaZero(CHESS, None, ScalarValue(), TreeSearchConfig(num_simulations=2))
+    start = _stack([board.from_fen(QUEEN_UP)] * n)
+    col = collector_lib.CollectorState(
+        env_state=start, episode_id=jnp.arange(n, dtype=jnp.int32),
+        return_so_far=jnp.zeros((n, 2), jnp.float32))
+    return start, col, AlphaZero(board, None, ScalarValue(), TreeSearchConfig(num_simulations=2))
+
+
+def _uniform(variables, states, key):
+    legal = states.legal_action_mask
+    return legal / legal.sum(-1, keepdims=True)
+
+
+def test_capped_self_play_targets_follow_the_material_and_only_then():
+    """Games from a queen-up position cut after 2 plies: with adjudication every position of
+    them has White's target +1 and Black's -1; without, the draw's 0."""
+    start, col, algo = _queen_up_games(CHESS)
     returns = {}
     for name, adjudicate in (("draw", None), ("material", MaterialAdjudication())):
         buf = algo.init_replay(4, 4, start)
-        _, buf, stats = collector_lib.collect(CHESS, uniform, None, col, buf,
+        _, buf, stats = collector_lib.collect(CHESS, _uniform, None, col, buf,
                                               jax.random.PRNGKey(1), 2,
                                               truncated_games=adjudicate)
         assert int(stats.episodes_finished) == 4  # every game was cut at 2 plies
@@ -74,26 +79,13 @@ def test_self_play_max_moves_cuts_games_before_the_env_cap_for_the_targets_only(
     far away, the games from the queen-up position are cut after 2 plies, adjudicated, and
     fresh games start; without it none ends in those 2 plies."""
     board = envs.make("chess", max_plies=100)
-    start = _stack([board.from_fen(QUEEN_UP)] * 4)
+    start, col, algo = _queen_up_games(board)
     assert int(start.step_count[0]) == 0
-    col = collector_lib.CollectorState(
-        env_state=start, episode_id=jnp.arange(4, dtype=jnp.int32),
-        return_so_far=jnp.zeros((4, 2), jnp.float32))
-
-    def uniform(variables, states, key):
-        legal = states.legal_action_mask
-        return legal / legal.sum(-1, keepdims=True)
-
-    from turbozero.networks import ScalarValue
-    from turbozero.search import TreeSearchConfig
-    from turbozero.training.algorithms import AlphaZero
-
-    algo = AlphaZero(board, None, ScalarValue(), TreeSearchConfig(num_simulations=2))
     finished = {}
     for cap in (None, 2):
         buf = algo.init_replay(4, 4, start)
         col2, buf, stats = collector_lib.collect(
-            board, uniform, None, col, buf, jax.random.PRNGKey(1), 2,
+            board, _uniform, None, col, buf, jax.random.PRNGKey(1), 2,
             truncated_games=MaterialAdjudication(), max_moves=cap)
         finished[cap] = int(stats.episodes_finished)
         if cap == 2:

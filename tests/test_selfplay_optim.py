@@ -187,15 +187,20 @@ def test_nonfinite_steps_are_skipped_and_counted():
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
+def _half_poisoned_replay(n: int = 8) -> replay.ReplayBuffer:
+    """n games of 2 finished positions; the odd games' return 1 makes `_toy_loss` non-finite."""
+    buf = replay.init_buffer(n, 2, jnp.zeros((1,)), (1,), 1)
+    return buf.replace(written=jnp.ones((n, 2), bool), has_target=jnp.ones((n, 2), bool),
+                       policy_target=buf.policy_target.replace(
+                           legal_action_mask=jnp.ones((n, 2, 1), bool),
+                           policy=jnp.ones((n, 2, 1))),
+                       returns=jnp.where(jnp.arange(n)[:, None, None] % 2 == 0, 0.0, 1.0)
+                       * jnp.ones((n, 2, 1)))
+
+
 def test_train_reports_skipped_steps_over_a_replay():
     """`train` samples a replay where half the finished positions poison the loss."""
-    n = 8
-    buf = replay.init_buffer(n, 2, jnp.zeros((1,)), (1,), 1)
-    buf = buf.replace(written=jnp.ones((n, 2), bool), has_target=jnp.ones((n, 2), bool),
-                      policy_target=buf.policy_target.replace(
-                          legal_action_mask=jnp.ones((n, 2, 1), bool), policy=jnp.ones((n, 2, 1))),
-                      returns=jnp.where(jnp.arange(n)[:, None, None] % 2 == 0, 0.0, 1.0)
-                      * jnp.ones((n, 2, 1)))
+    buf = _half_poisoned_replay()
     ts = _toy_state({"w": jnp.zeros(3)})
     ts, m = jax.jit(lambda t, k: train(t, buf, k, loss_fn=_toy_loss(0.5), batch_size=1,
                                        num_steps=40))(ts, jax.random.PRNGKey(0))
@@ -211,13 +216,7 @@ def test_step_runner_makes_the_updates_of_train(donate):
     """The Trainer's `StepRunner` (one jitted update per step, called from Python) makes the same
     updates as `train`'s lax.scan: same keys, parameters, optimizer state and averaged metrics,
     skipped steps included."""
-    n = 8
-    buf = replay.init_buffer(n, 2, jnp.zeros((1,)), (1,), 1)
-    buf = buf.replace(written=jnp.ones((n, 2), bool), has_target=jnp.ones((n, 2), bool),
-                      policy_target=buf.policy_target.replace(
-                          legal_action_mask=jnp.ones((n, 2, 1), bool), policy=jnp.ones((n, 2, 1))),
-                      returns=jnp.where(jnp.arange(n)[:, None, None] % 2 == 0, 0.0, 1.0)
-                      * jnp.ones((n, 2, 1)))
+    buf = _half_poisoned_replay()
     key = jax.random.PRNGKey(3)
     want_ts, want = jax.jit(lambda t, k: train(t, buf, k, loss_fn=_toy_loss(0.5), batch_size=2,
                                                num_steps=12))(_toy_state({"w": jnp.zeros(3)}), key)

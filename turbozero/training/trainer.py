@@ -238,14 +238,11 @@ def train(
     buffer: replay.ReplayBuffer,
     key: jax.Array,
     *,
-    loss_fn: LossFn,
-    batch_size: int,
     num_steps: int,
-    l2_reg_lambda: float = 0.0,
-    shard_batch: Callable = lambda x: x,
-    sample_fn: Callable = replay.sample,
+    **step_options: Any,
 ) -> tuple[TrainState, dict]:
-    """`num_steps` updates (lax.scan) of `sampled_step`, in one jittable function.
+    """`num_steps` updates (lax.scan) of `sampled_step`, in one jittable function;
+    `step_options` are `sampled_step`'s keywords (`loss_fn` and `batch_size` required).
 
     Returns the metrics averaged over the steps that were applied, and `skipped_nonfinite`, the
     number of steps skipped for a non-finite loss or gradient. `l2_reg_lambda` is the in-loss L2
@@ -257,9 +254,7 @@ def train(
     affected; jax issue 12868 is the forward case). `StepRunner` calls one jitted step per
     update from Python instead, with the same keys and results.
     """
-    step = functools.partial(sampled_step, loss_fn=loss_fn, batch_size=batch_size,
-                             l2_reg_lambda=l2_reg_lambda, shard_batch=shard_batch,
-                             sample_fn=sample_fn)
+    step = functools.partial(sampled_step, **step_options)
     train_state, metrics = jax.lax.scan(lambda ts, k: step(ts, buffer, k), train_state,
                                         jax.random.split(key, num_steps))
     return train_state, summarize_steps(metrics)
@@ -269,15 +264,12 @@ class StepRunner:
     """`train`'s updates, one jitted `sampled_step` call per update from Python (see `train` for
     why): same keys (`jax.random.split(key, num_steps)`), same averaged metrics. With `donate`,
     each step takes the train state donated (XLA updates parameters and optimizer state in
-    place); the replay is only read."""
+    place); the replay is only read. `step_options` as for `train`."""
 
-    def __init__(self, *, loss_fn: LossFn, batch_size: int, num_steps: int,
-                 l2_reg_lambda: float = 0.0, shard_batch: Callable = lambda x: x,
-                 sample_fn: Callable = replay.sample, donate: bool = False):
+    def __init__(self, *, num_steps: int, donate: bool = False, **step_options: Any):
         self.num_steps = num_steps
-        self.step = jax.jit(functools.partial(
-            sampled_step, loss_fn=loss_fn, batch_size=batch_size, l2_reg_lambda=l2_reg_lambda,
-            shard_batch=shard_batch, sample_fn=sample_fn), donate_argnums=(0,) if donate else ())
+        self.step = jax.jit(functools.partial(sampled_step, **step_options),
+                            donate_argnums=(0,) if donate else ())
         self._keys = jax.jit(lambda key: jax.random.split(key, num_steps))
         self._summarize = jax.jit(lambda ms: summarize_steps(
             jax.tree_util.tree_map(lambda *x: jnp.stack(x), *ms)))
