@@ -273,8 +273,8 @@ class Trainer:
         shard = lambda tree: jax.lax.with_sharding_constraint(tree, self._data)  # noqa: E731
 
         # one jitted update per step, called from Python: on XLA:CPU convolution gradients
-        # inside a lax.scan ran 10-30x slower (trainer.train's docstring; chess tiny: 16 steps
-        # 7.9 s in a scan, 0.66 s unrolled)
+        # inside a lax.scan ran 10-30x slower (measured in trainer.train's docstring and
+        # docs/benchmarks.md "Training steps outside a `lax.scan`")
         self._train_steps = StepRunner(
             loss_fn=self.algorithm.loss_fn, batch_size=cfg.batch_size, num_steps=cfg.train_steps,
             shard_batch=shard, sample_fn=self.algorithm.sample, donate=cfg.donate_loop_state)
