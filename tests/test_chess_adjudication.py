@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import envs
-from turbozero.chess_adjudication import MaterialAdjudication
+from turbozero.chess_adjudication import MaterialAdjudication, MaterialScore
 from turbozero.training import TrainConfig
 from turbozero.training import collector as collector_lib
 from turbozero.training import replay
@@ -33,6 +33,17 @@ def test_material_decides_the_capped_game(fen, want):
     state = CHESS.init(jax.random.PRNGKey(0)) if fen is None else CHESS.from_fen(fen)
     got = MaterialAdjudication(margin=3).rewards(CHESS, _stack([state]))
     np.testing.assert_array_equal(np.asarray(got), [want])
+
+
+@pytest.mark.parametrize("fen,lead", [
+    (QUEEN_UP, 9), ("4k3/8/8/8/8/8/8/R3K3 b - - 0 1", 5), ("r3k3/8/8/8/8/8/8/N3K3 w - - 0 1", -2),
+    ("4k3/p7/8/8/8/8/8/4K3 w - - 0 1", -1), (None, 0),
+])
+def test_material_score_grades_the_capped_game_by_the_lead(fen, lead):
+    state = CHESS.init(jax.random.PRNGKey(0)) if fen is None else CHESS.from_fen(fen)
+    got = np.asarray(MaterialScore(scale=3.0).rewards(CHESS, _stack([state])))
+    white = np.tanh(lead / 3.0)  # the lead counted here by hand, White's point of view
+    np.testing.assert_allclose(got, [[white, -white]], rtol=1e-6, atol=1e-7)
 
 
 def _queen_up_games(board, n: int = 4):
@@ -98,6 +109,9 @@ def test_self_play_max_moves_cuts_games_before_the_env_cap_for_the_targets_only(
 def test_bad_adjudication_settings_raise():
     with pytest.raises(ValueError, match="margin"):
         MaterialAdjudication(margin=0)
+    for bad in (0, -1.0, "3"):
+        with pytest.raises(ValueError, match="MaterialScore scale"):
+            MaterialScore(scale=bad)
     with pytest.raises(ValueError, match="truncated_games"):
         TrainConfig(game="chess", truncated_games="material")
     for bad in (0, -3, 2.5, True):

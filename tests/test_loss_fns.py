@@ -88,6 +88,12 @@ def test_wdl_and_scalar_losses():
     assert float(scalar_value_loss(jnp.array([0.5, -0.5]), jnp.array([1.0, -1.0]))) == pytest.approx(0.25)
 
 
+def test_graded_outcomes_give_soft_wdl_targets_whose_expectation_is_the_outcome():
+    outcome = jnp.array([0.4, -0.75, 2.0, -3.0])  # beyond +-1 clips to a certain result
+    np.testing.assert_allclose(outcome_to_wdl(outcome), [[0.4, 0.6, 0.0], [0.0, 0.25, 0.75],
+                                                         [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
+
+
 @pytest.fixture(scope="module")
 def tiny_setup():
     net = MLPNet(num_actions=6, value_format=FourWayValue(), hidden_sizes=(16,))

@@ -10,6 +10,11 @@ are capped at 100 plies and few end in mate, so the value head sees almost only 
 learns nothing about material (docs/learning.md, "Chess tiny against random and the
 material-greedy player"). Adjudication is the usual remedy of engine matches (a lost position
 is scored before mate), here with the crudest evaluation there is.
+
+`MaterialScore(scale)` scores a cut game by degree instead: tanh(lead / scale) to White and the
+negation to Black, so a 1-pawn lead is a small edge and a queen up is nearly a win (the WDL
+loss reads such a return as a soft target, `outcome_to_wdl`). Measured in docs/learning.md
+("Chess: a value that knows material, a search that mates").
 """
 
 from __future__ import annotations
@@ -42,3 +47,23 @@ class MaterialAdjudication:
         lead = balance[:, 0] - balance[:, 1]
         white = jnp.where(lead >= self.margin, 1.0, jnp.where(lead <= -self.margin, -1.0, 0.0))
         return jnp.stack([white, -white], axis=-1).astype(jnp.float32)
+
+
+@dataclasses.dataclass(frozen=True)
+class MaterialScore:
+    """Extra rewards for self-play games cut by the cap, graded: tanh(lead / `scale`) to White,
+    its negation to Black (lead = White's material minus Black's, in pawns)."""
+
+    scale: float = 3.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.scale, (int, float)) or not self.scale > 0:
+            raise ValueError(f"MaterialScore scale must be a number > 0 (pawns), got "
+                             f"{self.scale!r}")
+
+    def rewards(self, env, states) -> jax.Array:
+        """float32[B, 2] in seat order (White 0, Black 1), as `MaterialAdjudication.rewards`."""
+        del env
+        balance = jax.vmap(material)(states.board)  # int32[B, 2] White, Black
+        white = jnp.tanh((balance[:, 0] - balance[:, 1]).astype(jnp.float32) / self.scale)
+        return jnp.stack([white, -white], axis=-1)

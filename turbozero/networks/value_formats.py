@@ -86,11 +86,14 @@ class ScalarValue(ValueFormat):
 
 
 def outcome_to_wdl(outcome: jax.Array) -> jax.Array:
-    """One-hot [win, draw, loss] of a scalar outcome (> 0.5 win, < -0.5 loss, else draw)."""
-    win = outcome > 0.5
-    loss = outcome < -0.5
-    draw = ~win & ~loss
-    return jnp.stack([win, draw, loss], axis=-1).astype(jnp.float32)
+    """[win, draw, loss] target of a scalar outcome, clipped to [-1, 1]: one-hot for 1, 0 and
+    -1; between them the draw shares the mass, e.g. 0.4 -> [0.4, 0.6, 0], so the target's
+    P(win) - P(loss) is the outcome (a game scored by degree, `chess_adjudication.MaterialScore`).
+    """
+    o = jnp.clip(outcome.astype(jnp.float32), -1.0, 1.0)
+    win = jnp.maximum(o, 0.0)
+    loss = jnp.maximum(-o, 0.0)
+    return jnp.stack([win, 1.0 - win - loss, loss], axis=-1)
 
 
 @dataclasses.dataclass(frozen=True)

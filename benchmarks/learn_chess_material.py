@@ -1,0 +1,65 @@
+"""The chess set-up of docs/learning.md ("Chess: what wins against random at this budget"): the
+`small` preset's network and 100-ply evaluation, with self-play games cut at 40 plies and scored
+by material by degree (`MaterialScore(3)`), 128 games x 20 moves an iteration at 16 simulations
+(Gumbel root, 8 considered), 32 updates of 128 an iteration (about 1.6 uses per position),
+and an evaluation search that looks at every root move (Gumbel root, 64 considered, 64
+simulations) and discounts by 0.95 a ply (a mate now beats a won position later).
+
+    python benchmarks/learn_chess_material.py --seed 0 --run-dir runs/chess-material-seed0
+    python benchmarks/learn_chess_material.py --seed 0 --run-dir runs/chess-material-seed0 \
+        --iterations 100          # a run dir that exists is resumed from its newest checkpoint
+
+Writes the untrained network's evaluation to RUN_DIR/iteration0.json first, then trains with
+evaluation every 10 iterations into RUN_DIR/metrics.jsonl.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+from turbozero.chess_adjudication import MaterialScore
+from turbozero.cli import enable_compilation_cache
+from turbozero.presets import get_preset
+from turbozero.search import TreeSearchConfig
+from turbozero.search.roots import GumbelRoot
+from turbozero.search.selection import SpecPUCT
+from turbozero.training import Trainer
+from turbozero.training.algorithms import evaluation_search
+
+DISCOUNT = 0.95
+
+
+def config(seed: int, iterations: int):
+    return get_preset(
+        "chess", "small", seed=seed, num_iterations=iterations, eval_every=10,
+        num_envs=128, collect_steps=20, replay_capacity=128, train_steps=32,
+        self_play_max_moves=40, truncated_games=MaterialScore(3.0),
+        search=TreeSearchConfig(num_simulations=16, selection=SpecPUCT(fpu_base=0.0),
+                                root=GumbelRoot(max_considered=8), discount=DISCOUNT),
+        eval_search=evaluation_search(TreeSearchConfig(
+            num_simulations=64, selection=SpecPUCT(fpu_base=0.0),
+            root=GumbelRoot(max_considered=64), discount=DISCOUNT)))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--run-dir", required=True)
+    parser.add_argument("--iterations", type=int, default=100)
+    args = parser.parse_args()
+    enable_compilation_cache()
+    baseline = os.path.join(args.run_dir, "iteration0.json")
+    resume = os.path.exists(baseline)
+    trainer = Trainer(config(args.seed, args.iterations), args.run_dir, resume=resume)
+    if not resume:
+        record = {o: trainer.evaluate(o) for o in trainer.config.eval_opponents}
+        print("iteration 0:", record, flush=True)
+        with open(baseline, "w") as f:
+            json.dump(record, f)
+    trainer.run()
+
+
+if __name__ == "__main__":
+    main()
