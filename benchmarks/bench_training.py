@@ -15,15 +15,35 @@ timed as the Trainer runs it (one jitted update per step) and as one `lax.scan`
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 import jax
 
 from turbozero.presets import get_preset
-from turbozero.search import search
 from turbozero.training import Trainer
 from turbozero.training import trainer as trainer_lib
 
 from _timing import median_time  # benchmarks/_timing.py (this script's folder)
+
+
+def _tree_config(search_config):
+    """The config that holds `num_simulations`: the search config itself, or the tree search
+    nested in it (MuZero's `MuZeroConfig.search`)."""
+    if hasattr(search_config, "num_simulations"):
+        return search_config
+    nested = getattr(search_config, "search", None)
+    if nested is None or not hasattr(nested, "num_simulations"):
+        raise ValueError(f"{type(search_config).__name__} has no num_simulations to time")
+    return nested
+
+
+def simulations(search_config) -> int:
+    return _tree_config(search_config).num_simulations
+
+
+def with_simulations(search_config, n: int):
+    tree = dataclasses.replace(_tree_config(search_config), num_simulations=n)
+    return tree if hasattr(search_config, "num_simulations") else dataclasses.replace(search_config, search=tree)
 
 
 def main() -> None:
@@ -44,16 +64,16 @@ def main() -> None:
             overrides[name] = getattr(args, name)
     cfg = get_preset(args.game, args.preset, **overrides)
     if args.simulations:
-        import dataclasses
-
-        cfg = dataclasses.replace(cfg, search=dataclasses.replace(cfg.search, num_simulations=args.simulations))
+        cfg = dataclasses.replace(cfg, search=with_simulations(cfg.search, args.simulations))
     if args.memory:
         return memory(cfg, args)
     trainer = Trainer(cfg)
     variables = trainer.variables(trainer.state.train_state)
     states = trainer.state.collector.env_state
-    search_jit = jax.jit(lambda v, s, k: search(trainer.env, trainer.algorithm.evaluator, v, s, k, cfg.search))
-    t_search = median_time(lambda: search_jit(variables, states, jax.random.PRNGKey(0)).action, args.repeats)
+    # the algorithm's own self-play search (mctx, the kernel, MCGS for simultaneous games,
+    # MuZero on its learned model), not `turbozero.search.search`, which turn-based games only take
+    search_jit = jax.jit(trainer.algorithm.self_play_policy)
+    t_search = median_time(lambda: search_jit(variables, states, jax.random.PRNGKey(0)), args.repeats)
 
     def collect():
         trainer.state, stats = trainer._collect(trainer.state)
@@ -76,7 +96,7 @@ def main() -> None:
         num_steps=cfg.train_steps, sample_fn=trainer.algorithm.sample)[1]["loss"])
     t_scan = median_time(lambda: scan(trainer.state.train_state, trainer.state.buffer,
                                       trainer.state.key), args.repeats)
-    n, sims = cfg.num_envs, cfg.search.num_simulations
+    n, sims = cfg.num_envs, simulations(cfg.search)
     rows = [
         ("search simulations/s", n * sims / t_search, f"batch {n} x {sims} sims, {t_search*1e3:.1f} ms/call"),
         ("self-play positions/s", n * cfg.collect_steps / t_collect, f"{n} games x {cfg.collect_steps} moves"),
