@@ -9,6 +9,10 @@ simulations) and discounts by 0.95 a ply (a mate now beats a won position later)
     python benchmarks/learn_chess_material.py --seed 0 --run-dir runs/chess-material-seed0 \
         --iterations 100          # a run dir that exists is resumed from its newest checkpoint
 
+`--eval-simulations 1` evaluates the network alone (its highest-prior move, as docs/learning.md
+does for Paco Ŝako): the evaluation search above finds the mates random play walks into whatever
+the network, so it cannot show what the network learned against random.
+
 Writes the untrained network's evaluation to RUN_DIR/iteration0.json first, then trains with
 evaluation every 10 iterations into RUN_DIR/metrics.jsonl.
 """
@@ -31,7 +35,7 @@ from turbozero.training.algorithms import evaluation_search
 DISCOUNT = 0.95
 
 
-def config(seed: int, iterations: int):
+def config(seed: int, iterations: int, eval_simulations: int = 64):
     return get_preset(
         "chess", "small", seed=seed, num_iterations=iterations, eval_every=10,
         num_envs=128, collect_steps=20, replay_capacity=128, train_steps=32,
@@ -39,7 +43,7 @@ def config(seed: int, iterations: int):
         search=TreeSearchConfig(num_simulations=16, selection=SpecPUCT(fpu_base=0.0),
                                 root=GumbelRoot(max_considered=8), discount=DISCOUNT),
         eval_search=evaluation_search(TreeSearchConfig(
-            num_simulations=64, selection=SpecPUCT(fpu_base=0.0),
+            num_simulations=eval_simulations, selection=SpecPUCT(fpu_base=0.0),
             root=GumbelRoot(max_considered=64), discount=DISCOUNT)))
 
 
@@ -48,11 +52,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--run-dir", required=True)
     parser.add_argument("--iterations", type=int, default=100)
+    parser.add_argument("--eval-simulations", type=int, default=64,
+                        help="simulations of the evaluation search (1: the network alone)")
     args = parser.parse_args()
     enable_compilation_cache()
     baseline = os.path.join(args.run_dir, "iteration0.json")
     resume = os.path.exists(baseline)
-    trainer = Trainer(config(args.seed, args.iterations), args.run_dir, resume=resume)
+    trainer = Trainer(config(args.seed, args.iterations, args.eval_simulations), args.run_dir, resume=resume)
     if not resume:
         record = {o: trainer.evaluate(o) for o in trainer.config.eval_opponents}
         print("iteration 0:", record, flush=True)
