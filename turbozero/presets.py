@@ -274,8 +274,9 @@ MEASURED_TIMES: dict[tuple[str, str], str] = {
     ("pyrat", "small"): "41 min beside other runs (250 iterations, docs/learning.md)",
     ("pacosako", "tiny"): "about 4 min beside other runs, on the tree kernel (1 min 52 s "
                           "with mctx, docs/pacosako.md)",
-    ("pacosako", "small"): "25 min beside a second seed and another run, before the "
-                           "per-step training calls (docs/learning.md)",
+    ("pacosako", "small"): "8 min 40 s beside one evaluation run (2026-11-25; 25 min with "
+                           "a second seed and another run before the per-step training calls, "
+                           "docs/learning.md)",
     ("gomoku", "tiny"): "5 min 30 s beside a second seed (docs/learning.md)",
 }
 
