@@ -22,28 +22,15 @@ import jax
 from turbozero.presets import get_preset
 from turbozero.training import Trainer
 from turbozero.training import trainer as trainer_lib
+from turbozero.training.algorithms import tree_config
 
 from _timing import median_time  # benchmarks/_timing.py (this script's folder)
 
 
-def _tree_config(search_config):
-    """The config that holds `num_simulations`: the search config itself, or the tree search
-    nested in it (MuZero's `MuZeroConfig.search`)."""
-    if hasattr(search_config, "num_simulations"):
-        return search_config
-    nested = getattr(search_config, "search", None)
-    if nested is None or not hasattr(nested, "num_simulations"):
-        raise ValueError(f"{type(search_config).__name__} has no num_simulations to time")
-    return nested
-
-
-def simulations(search_config) -> int:
-    return _tree_config(search_config).num_simulations
-
-
 def with_simulations(search_config, n: int):
-    tree = dataclasses.replace(_tree_config(search_config), num_simulations=n)
-    return tree if hasattr(search_config, "num_simulations") else dataclasses.replace(search_config, search=tree)
+    """`search_config` with `n` simulations, also where it nests its tree search (MuZero)."""
+    tree = dataclasses.replace(tree_config(search_config), num_simulations=n)
+    return tree if tree_config(search_config) is search_config else dataclasses.replace(search_config, search=tree)
 
 
 def main() -> None:
@@ -96,7 +83,7 @@ def main() -> None:
         num_steps=cfg.train_steps, sample_fn=trainer.algorithm.sample)[1]["loss"])
     t_scan = median_time(lambda: scan(trainer.state.train_state, trainer.state.buffer,
                                       trainer.state.key), args.repeats)
-    n, sims = cfg.num_envs, simulations(cfg.search)
+    n, sims = cfg.num_envs, tree_config(cfg.search).num_simulations
     rows = [
         ("search simulations/s", n * sims / t_search, f"batch {n} x {sims} sims, {t_search*1e3:.1f} ms/call"),
         ("self-play positions/s", n * cfg.collect_steps / t_collect, f"{n} games x {cfg.collect_steps} moves"),

@@ -3,7 +3,8 @@
     python benchmarks/eval_before_after.py RUN_DIR --opponent random --games 64 \
         --set eval_search.num_simulations=16 --set eval_search.root.max_considered=8
 
-Builds the run's stored config with the `--set` overrides (as `turbozero eval` does), evaluates
+Builds the run's stored config with the `--set` overrides (`evaluation_config`, as
+`turbozero eval` does), evaluates
 the untrained network of that config (the run's seed, so the network the run started from) and
 then the run's newest checkpoint, same games and opponent, and prints both. Whether training
 helped depends on the evaluation: a search strong enough to win without the network hides what
@@ -18,7 +19,7 @@ import json
 from turbozero.cli import enable_compilation_cache
 from turbozero.training import Trainer
 from turbozero.training.checkpoints import load_checkpoint, restore_network
-from turbozero.training.run_config import load_run_config, parse_overrides, with_overrides
+from turbozero.training.run_config import evaluation_config
 
 
 def main() -> None:
@@ -30,12 +31,7 @@ def main() -> None:
                         help="override a field of the run's config, e.g. eval_search.num_simulations=16")
     args = parser.parse_args()
     enable_compilation_cache()
-    config = load_run_config(args.run_dir)
-    if args.games is not None:
-        config = with_overrides(config, {"eval_games": args.games})
-    if args.set:
-        config = with_overrides(config, parse_overrides(config, args.set))
-    trainer = Trainer(config)  # no run directory: nothing is written
+    trainer = Trainer(evaluation_config(args.run_dir, args.games, args.set))  # no run directory: nothing is written
     untrained = trainer.evaluate(args.opponent)
     trainer.state, _ = load_checkpoint(args.run_dir, trainer.state, restore_network)
     trained = trainer.evaluate(args.opponent)

@@ -115,3 +115,17 @@ def test_self_play_stores_the_root_wdl_and_soft_value_of_each_search(risk_taker)
         assert np.all(np.isfinite(soft)) and np.mean(soft != 0.0) > 0.3
     scalar = AlphaZero(env, _ttt_wdl_apply, SeatValues(2), config)
     assert scalar.init_replay(n, steps, col.env_state).search_record is None
+
+
+def test_tree_config_finds_the_simulations_of_every_search_config():
+    from turbozero.training.algorithms import tree_config
+    from turbozero.training.muzero import MuZeroConfig
+
+    kernel = TreeSearchConfig(num_simulations=12)
+    assert tree_config(kernel) is kernel
+    assert tree_config(MCGSConfig(num_simulations=7)).num_simulations == 7
+    assert tree_config(SearchConfig(num_simulations=5)).num_simulations == 5
+    nested = MuZeroConfig(search=TreeSearchConfig(num_simulations=9))
+    assert tree_config(nested) is nested.search
+    with pytest.raises(ValueError, match="int has no num_simulations"):
+        tree_config(3)

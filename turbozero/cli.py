@@ -185,15 +185,12 @@ def _eval(args: argparse.Namespace) -> int:
     from turbozero.training import Trainer
 
     from turbozero.training.checkpoints import load_checkpoint, restore_network
-    from turbozero.training.run_config import load_run_config, parse_overrides, with_overrides
+    from turbozero.training.run_config import evaluation_config
 
-    # any run directory: made by `turbozero train` or by `Trainer(config, run_dir)` in Python
-    config = load_run_config(args.run_dir)
+    # any run directory: made by `turbozero train` or by `Trainer(config, run_dir)` in Python;
+    # --set (e.g. a larger evaluation search) is seen by this evaluation only
+    config = evaluation_config(args.run_dir, args.games, args.set or ())
     check_opponents(config.game, [args.opponent])
-    if args.games is not None:
-        config = with_overrides(config, {"eval_games": args.games})
-    if args.set:  # e.g. a larger evaluation search; only this evaluation sees it
-        config = with_overrides(config, parse_overrides(config, args.set))
     trainer = Trainer(config)  # no run directory: evaluating reads the run, never writes it
     # the network only: a run saved by another version (other replay fields) still evaluates
     trainer.state, _ = load_checkpoint(args.run_dir, trainer.state, restore_network)
@@ -274,11 +271,13 @@ def _plot(args: argparse.Namespace) -> int:
 
 
 def _simulations(search) -> object:
-    """The simulations per move of a search config, also when it nests one (MuZero's `search`);
-    "?" when it has none."""
-    while not hasattr(search, "num_simulations") and hasattr(search, "search"):
-        search = search.search
-    return getattr(search, "num_simulations", "?")
+    """The simulations per move of a search config; "?" when it has none."""
+    from turbozero.training.algorithms import tree_config
+
+    try:
+        return tree_config(search).num_simulations
+    except ValueError:
+        return "?"
 
 
 def _presets(args: argparse.Namespace) -> int:

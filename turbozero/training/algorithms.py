@@ -72,6 +72,17 @@ def evaluation_search(search_config: Any) -> Any:
     return deterministic(search_config)
 
 
+def tree_config(search_config: Any) -> Any:
+    """The config in `search_config` that holds `num_simulations`: itself, or the search it
+    nests (MuZero's `MuZeroConfig.search`); ValueError when there is none."""
+    config = search_config
+    while not hasattr(config, "num_simulations") and hasattr(config, "search"):
+        config = config.search
+    if not hasattr(config, "num_simulations"):
+        raise ValueError(f"{type(search_config).__name__} has no num_simulations")
+    return config
+
+
 class Algorithm(abc.ABC):
     """What the Trainer needs; built from the env, the network's apply and its value format."""
 

@@ -389,3 +389,14 @@ def load_run_config(run_dir: str) -> Any:
         return get_preset(made["game"], made["preset"], **_tuplify(made.get("overrides", {})))
     raise ValueError(f"{run_dir} was made by a turbozero that did not store the run's config; "
                      "train it again to evaluate or resume it")
+
+
+def evaluation_config(run_dir: str, games: int | None = None, pairs: Sequence[str] = ()) -> Any:
+    """The config to evaluate a run with: its stored config, `eval_games = games` when given,
+    then the `KEY=VALUE` overrides in `pairs` (`turbozero eval --set`); the run is not changed."""
+    config = load_run_config(run_dir)
+    if games is not None:
+        config = with_overrides(config, {"eval_games": games})
+    if pairs:
+        config = with_overrides(config, parse_overrides(config, pairs))
+    return config
