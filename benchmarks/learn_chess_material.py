@@ -11,7 +11,9 @@ simulations) and discounts by 0.95 a ply (a mate now beats a won position later)
 
 `--eval-simulations 1` evaluates the network alone (its highest-prior move, as docs/learning.md
 does for Paco Ŝako): the evaluation search above finds the mates random play walks into whatever
-the network, so it cannot show what the network learned against random.
+the network, so it cannot show what the network learned against random. `--eval-one-ply`
+evaluates the value head alone: every legal move once, the best by the network's value
+(`turbozero.search.OnePlyConfig`).
 
 Writes the untrained network's evaluation to RUN_DIR/iteration0.json first, then trains with
 evaluation every 10 iterations into RUN_DIR/metrics.jsonl.
@@ -27,6 +29,7 @@ from turbozero.chess_adjudication import MaterialScore
 from turbozero.cli import enable_compilation_cache
 from turbozero.presets import get_preset
 from turbozero.search import TreeSearchConfig
+from turbozero.search.one_ply import OnePlyConfig
 from turbozero.search.roots import GumbelRoot
 from turbozero.search.selection import SpecPUCT
 from turbozero.training import Trainer
@@ -35,16 +38,17 @@ from turbozero.training.algorithms import evaluation_search
 DISCOUNT = 0.95
 
 
-def config(seed: int, iterations: int, eval_simulations: int = 64):
+def config(seed: int, iterations: int, eval_simulations: int = 64, one_ply: bool = False):
+    eval_search = OnePlyConfig() if one_ply else evaluation_search(TreeSearchConfig(
+        num_simulations=eval_simulations, selection=SpecPUCT(fpu_base=0.0),
+        root=GumbelRoot(max_considered=64), discount=DISCOUNT))
     return get_preset(
         "chess", "small", seed=seed, num_iterations=iterations, eval_every=10,
         num_envs=128, collect_steps=20, replay_capacity=128, train_steps=32,
         self_play_max_moves=40, truncated_games=MaterialScore(3.0),
         search=TreeSearchConfig(num_simulations=16, selection=SpecPUCT(fpu_base=0.0),
                                 root=GumbelRoot(max_considered=8), discount=DISCOUNT),
-        eval_search=evaluation_search(TreeSearchConfig(
-            num_simulations=eval_simulations, selection=SpecPUCT(fpu_base=0.0),
-            root=GumbelRoot(max_considered=64), discount=DISCOUNT)))
+        eval_search=eval_search)
 
 
 def main() -> None:
@@ -54,11 +58,14 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=100)
     parser.add_argument("--eval-simulations", type=int, default=64,
                         help="simulations of the evaluation search (1: the network alone)")
+    parser.add_argument("--eval-one-ply", action="store_true",
+                        help="evaluate the value head alone: 1 ply over every legal move")
     args = parser.parse_args()
     enable_compilation_cache()
     baseline = os.path.join(args.run_dir, "iteration0.json")
     resume = os.path.exists(baseline)
-    trainer = Trainer(config(args.seed, args.iterations, args.eval_simulations), args.run_dir, resume=resume)
+    trainer = Trainer(config(args.seed, args.iterations, args.eval_simulations,
+                             args.eval_one_ply), args.run_dir, resume=resume)
     if not resume:
         record = {o: trainer.evaluate(o) for o in trainer.config.eval_opponents}
         print("iteration 0:", record, flush=True)

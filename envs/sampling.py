@@ -1,4 +1,5 @@
-"""Uniform random legal actions, cheap on long masks (random play, random opponents).
+"""Legal actions read cheaply from long masks: a uniform random one (random play, random
+opponents) and the list of them padded to a static count (1-ply players).
 
     a = jax.vmap(uniform_legal_action)(jax.random.split(key, batch), states.legal_action_mask)
 
@@ -10,6 +11,8 @@ two levels (blocks of 64, then within the block): ~1.2 ms CPU for the same batch
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -52,4 +55,23 @@ def uniform_legal_action(key: jax.Array, legal_action_mask: Array) -> Array:
     return jnp.where(total > 0, action, 0).astype(jnp.int32)
 
 
-__all__ = ["uniform_legal_action", "BLOCK"]
+class Candidates(NamedTuple):
+    """The legal actions of one state, padded to a static count."""
+
+    actions: Array  # int32[K] legal action indices, padded with the first legal one (0 if none)
+    valid: Array  # bool[K] which slots are real legal actions
+
+
+def legal_candidates(legal_action_mask: Array, width: int) -> Candidates:
+    """The first `width` legal actions of a mask bool[A] (`width` >= the most legal at once,
+    e.g. `env.max_legal_actions`). A player that tries every legal move then makes K moves
+    instead of A (chess: 218 instead of 4672)."""
+    (idx,) = jnp.nonzero(legal_action_mask, size=width, fill_value=-1)
+    valid = idx >= 0
+    # padded slots repeat a legal action so that a step on them stays an ordinary move; a mask
+    # with none (a finished game) gets action 0, which the env ignores there
+    actions = jnp.where(valid, idx, jnp.maximum(idx[0], 0)).astype(jnp.int32)
+    return Candidates(actions, valid)
+
+
+__all__ = ["BLOCK", "Candidates", "legal_candidates", "uniform_legal_action"]

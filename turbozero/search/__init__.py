@@ -14,10 +14,10 @@ from turbozero.search.mctx_policies import (
     NetworkEvaluator,
     SearchConfig,
     SearchOutput,
-    greedy_actions,
     random_actions,
     search,
 )
+from turbozero.search.one_ply import OnePlyConfig, greedy_actions, one_ply_search
 from turbozero.search.kernel import TreeSearchConfig, TreeSearchResult, tree_search
 from turbozero.search.model import EnvModel, ModelOutput
 from turbozero.search.reuse import reuse_subtree
@@ -25,9 +25,9 @@ from turbozero.search.roots import GumbelRoot, PUCTRoot
 from turbozero.search.selection import MctxPUCT, SpecPUCT
 
 __all__ = [
-    "EnvModel", "GumbelRoot", "MctxPUCT", "ModelOutput", "PUCTRoot", "SpecPUCT",
+    "EnvModel", "GumbelRoot", "MctxPUCT", "ModelOutput", "OnePlyConfig", "PUCTRoot", "SpecPUCT",
     "TreeSearchConfig", "TreeSearchResult", "reuse_subtree", "tree_search",
     "MCGSConfig", "MCGSOutput", "NetworkEvaluator", "SearchConfig", "SearchOutput",
-    "greedy_actions", "make_mcgs_fn", "mcgs_search", "network_eval_fn", "random_actions",
+    "greedy_actions", "make_mcgs_fn", "mcgs_search", "network_eval_fn", "one_ply_search", "random_actions",
     "search", "uniform_eval_fn",
 ]

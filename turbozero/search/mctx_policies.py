@@ -292,11 +292,17 @@ def search(
 
     Pure and jittable (close over `env`, `evaluator` and `config`, which are static).
     A `TreeSearchConfig` runs the library's own tree kernel (`turbozero.search.kernel`, which
-    returns a `TreeSearchResult`, a `SearchOutput` with more fields); a `SearchConfig` runs mctx.
+    returns a `TreeSearchResult`, a `SearchOutput` with more fields); a `SearchConfig` runs mctx;
+    a `OnePlyConfig` looks one move deep (`turbozero.search.one_ply`, the 1-ply greedy player).
     `risk_beta` (float32[B, P], each seat's entropic-risk beta) needs the kernel.
     """
     from turbozero.search.kernel import TreeSearchConfig, search_env  # kernel imports this module
+    from turbozero.search.one_ply import OnePlyConfig, one_ply_search  # this one too
 
+    if isinstance(config, OnePlyConfig):
+        if risk_beta is not None:
+            raise ValueError("per-seat risk betas need the tree kernel; a OnePlyConfig has none")
+        return one_ply_search(env, evaluator, variables, states)
     if isinstance(config, TreeSearchConfig):
         return search_env(env, evaluator, variables, states, key, config, risk_beta)
     if risk_beta is not None:
@@ -355,39 +361,6 @@ def search(
     weights = weights / jnp.maximum(weights.sum(-1, keepdims=True), 1e-12)
     root_value = out.search_tree.node_values[:, mctx.Tree.ROOT_INDEX]
     return SearchOutput(action=out.action, policy=weights, root_value=root_value)
-
-
-def greedy_actions(
-    env: Env, evaluator: NetworkEvaluator, variables: Any, states: State
-) -> jax.Array:
-    """1-ply greedy baseline: the legal action whose result has the best value for the mover.
-
-    For stochastic games the result is the afterstate (before the chance event), valued by the
-    network as in the search; a finished game is valued by its exact reward.
-    """
-    num_actions = env.num_actions
-    actions = jnp.arange(num_actions, dtype=jnp.int32)
-    mover = states.current_player
-
-    def result(state, action):
-        if env.is_stochastic:
-            nxt = env.step_deterministic(state, action)
-            return nxt.replace(observation=env.observe(nxt))
-        return env.step(state, action, jax.random.PRNGKey(0))
-
-    # [B, A] results, evaluated in one network call of B*A positions.
-    results = jax.vmap(lambda s: jax.vmap(lambda a: result(s, a))(actions))(states)
-    flat = jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[2:]), results)
-    _, value = evaluator(variables, flat.observation)
-    value = value.reshape(-1, num_actions)
-    rewards = results.rewards  # [B, A, P]
-    mover_b = jnp.broadcast_to(mover[:, None], value.shape)
-    reward = jnp.take_along_axis(rewards, mover_b[..., None], axis=2)[..., 0]
-    same = results.current_player == mover_b
-    done = results.terminated | results.truncated
-    total = jnp.where(done, reward, reward + jnp.where(same, value, -value))
-    total = jnp.where(states.legal_action_mask, total, -jnp.inf)
-    return jnp.argmax(total, axis=-1).astype(jnp.int32)
 
 
 def random_actions(states: State, key: jax.Array) -> jax.Array:

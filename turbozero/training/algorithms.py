@@ -32,12 +32,8 @@ from turbozero.networks.value_formats import ValueFormat
 from turbozero.search.kernel import TreeSearchConfig
 from turbozero.search.selection import SpecPUCT
 from turbozero.search.mcgs import MCGSConfig, mcgs_search, network_eval_fn
-from turbozero.search.mctx_policies import (
-    NetworkEvaluator,
-    SearchConfig,
-    greedy_actions,
-    search,
-)
+from turbozero.search.mctx_policies import NetworkEvaluator, SearchConfig, search
+from turbozero.search.one_ply import OnePlyConfig, greedy_actions
 from turbozero.training import replay
 from turbozero.training.loss_fns import az_loss_fn, simultaneous_loss_fn
 from turbozero.training.stored_observations import ObservationPlanes
@@ -278,8 +274,10 @@ class GraphSearch(Algorithm):
 
 
 # search config type -> the algorithm that trains with it (`register_algorithm` adds more)
+# OnePlyConfig is AlphaZero's too: an evaluation may look one move deep (its value head alone)
+# while self-play searches a tree
 ALGORITHMS: dict[type, type] = {SearchConfig: AlphaZero, TreeSearchConfig: AlphaZero,
-                                MCGSConfig: GraphSearch}
+                                OnePlyConfig: AlphaZero, MCGSConfig: GraphSearch}
 
 
 def register_algorithm(config_type: type, algorithm: type) -> None:

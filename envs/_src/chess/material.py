@@ -18,6 +18,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from envs.sampling import Candidates, legal_candidates
+
 Array = jax.Array
 
 # pawn, knight, bishop, rook, queen, king: the standard values; the king is always on the board
@@ -28,27 +30,11 @@ MATE_SCORE = 1000
 NO_MOVE_SCORE = jnp.iinfo(jnp.int32).min
 
 
-class Candidates(NamedTuple):
-    """The legal moves of one position, padded to a static count."""
-
-    actions: Array  # int32[K] legal action indices, padded with the first legal action
-    valid: Array  # bool[K] which slots are real legal moves
-
-
 def material(board: Array) -> Array:
     """int32[2] material of White and Black on a board uint32[12, 2] (White P..K, Black P..K)."""
     counts = jax.lax.population_count(board).astype(jnp.int32).sum(-1)  # [12] pieces per type
     per_side = counts.reshape(2, 6) * jnp.asarray(PIECE_VALUES)[None, :]  # [2, 6]
     return per_side.sum(-1)
-
-
-def legal_candidates(legal_action_mask: Array, width: int) -> Candidates:
-    """The first `width` legal actions of a mask bool[A] (`width` >= the most legal moves)."""
-    (idx,) = jnp.nonzero(legal_action_mask, size=width, fill_value=-1)
-    valid = idx >= 0
-    # padded slots repeat a legal move so that the lookahead step stays an ordinary move
-    actions = jnp.where(valid, idx, idx[0]).astype(jnp.int32)
-    return Candidates(actions, valid)
 
 
 def move_scores(env, state, candidates: Candidates) -> Array:

@@ -1,0 +1,80 @@
+"""A search one move deep: every legal move is made and the mover plays the one whose result the
+network values best. The library's 1-ply greedy player, and a search config of its own
+(`OnePlyConfig`) so that an evaluation can play it as the agent.
+
+Why an evaluation would: it shows the value head alone. A tree search strong enough to win
+without the network (chess: 64 simulations over every root move find the mates random play
+walks into) hides what the value learned, and the policy head alone (one simulation) shows the
+policy only. One ply plays the value head's choices and takes every mate in one, so a value that
+learns material wins more against random (docs/learning.md, "Chess: the value head alone").
+
+Values are the search's (docs/search.md): the network's value for the player to move in the
+result, negated when the opponent moves there; a finished game is valued by its exact reward;
+stochastic games value the afterstate (`env.step_deterministic`, before the chance event) as
+the search does. Only legal moves are made, padded to `env.max_legal_actions` (chess: 218
+results a state instead of 4672).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from envs.core import Env, State
+from envs.sampling import legal_candidates
+from turbozero.search.mctx_policies import NetworkEvaluator, SearchOutput
+
+
+@dataclasses.dataclass(frozen=True)
+class OnePlyConfig:
+    """Search one move deep with the network's value (module docstring). No settings: every
+    legal move is looked at once, and ties go to the lowest action index."""
+
+
+def one_ply_search(env: Env, evaluator: NetworkEvaluator, variables: Any,
+                   states: State) -> SearchOutput:
+    """Every legal move of each state of a batch (leading axis B), valued for the mover.
+
+    Returns a `SearchOutput`: the best move, a one-hot policy on it and its value as the root
+    value. One network call values all B * `env.max_legal_actions` results."""
+    if env.is_simultaneous:
+        raise ValueError(f"{env.id} is a simultaneous-move game: a 1-ply search needs one "
+                         "mover per state (PyRat's greedy player is the env's own)")
+    width = env.max_legal_actions
+    cand = jax.vmap(lambda m: legal_candidates(m, width))(states.legal_action_mask)  # [B, K]
+    mover = states.current_player  # [B]
+
+    def result(state, action):
+        if env.is_stochastic:
+            nxt = env.step_deterministic(state, action)
+            return nxt.replace(observation=env.observe(nxt))
+        return env.step(state, action, jax.random.PRNGKey(0))
+
+    results = jax.vmap(lambda s, acts: jax.vmap(lambda a: result(s, a))(acts))(
+        states, cand.actions)  # [B, K]
+    flat = jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[2:]), results)
+    _, value = evaluator(variables, flat.observation)
+    value = value.reshape(cand.actions.shape)  # [B, K] for the player to move in each result
+    mover_k = jnp.broadcast_to(mover[:, None], value.shape)
+    reward = jnp.take_along_axis(results.rewards, mover_k[..., None], axis=2)[..., 0]
+    same = results.current_player == mover_k
+    done = results.terminated | results.truncated
+    total = jnp.where(done, reward, reward + jnp.where(same, value, -value))  # [B, K]
+    total = jnp.where(cand.valid, total, -jnp.inf)
+    best = jnp.argmax(total, axis=-1)  # [B]; candidates ascend, so ties take the lowest action
+    action = jnp.take_along_axis(cand.actions, best[:, None], axis=1)[:, 0]
+    policy = jax.nn.one_hot(action, env.num_actions, dtype=jnp.float32)
+    root_value = jnp.take_along_axis(total, best[:, None], axis=1)[:, 0]
+    return SearchOutput(action=action, policy=policy, root_value=root_value)
+
+
+def greedy_actions(env: Env, evaluator: NetworkEvaluator, variables: Any,
+                   states: State) -> jax.Array:
+    """int32[B] the 1-ply greedy baseline's moves: `one_ply_search`'s."""
+    return one_ply_search(env, evaluator, variables, states).action
+
+
+__all__ = ["OnePlyConfig", "greedy_actions", "one_ply_search"]
