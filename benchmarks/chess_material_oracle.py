@@ -21,7 +21,7 @@ import time
 import jax
 import jax.numpy as jnp
 
-from envs._src.chess.material import PIECE_VALUES
+from envs._src.chess.material import observation_lead
 from turbozero.cli import enable_compilation_cache
 from turbozero.presets import get_preset
 from turbozero.search import search
@@ -31,17 +31,14 @@ from turbozero.training.algorithms import evaluation_search
 from turbozero.training.evaluation import match_summary, play_match
 
 GAMES = 32
-OWN, THEIRS = slice(0, 6), slice(6, 12)  # observer's and opponent's P..K planes (docs/chess.md)
 
 
 def oracle_evaluator(num_actions: int, scale: float, untrained: bool):
     """(variables, observation [M, 8, 8, 122]) -> (uniform logits [M, A], value [M])."""
-    values = jnp.asarray(PIECE_VALUES, jnp.float32)
 
     def evaluate(variables, observation):
         del variables
-        counts = observation.sum((1, 2))  # [M, 122] pieces per plane
-        lead = (counts[:, OWN] * values).sum(-1) - (counts[:, THEIRS] * values).sum(-1)
+        lead = observation_lead(observation)
         value = jnp.zeros_like(lead) if untrained else jnp.tanh(lead / scale)
         return jnp.zeros((observation.shape[0], num_actions)), value
 

@@ -65,7 +65,7 @@ class Candidates(NamedTuple):
 def legal_candidates(legal_action_mask: Array, width: int) -> Candidates:
     """The first `width` legal actions of a mask bool[A] (`width` >= the most legal at once,
     e.g. `env.max_legal_actions`). A player that tries every legal move then makes K moves
-    instead of A (chess: 218 instead of 4672)."""
+    instead of A."""
     (idx,) = jnp.nonzero(legal_action_mask, size=width, fill_value=-1)
     valid = idx >= 0
     # padded slots repeat a legal action so that a step on them stays an ordinary move; a mask

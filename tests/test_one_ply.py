@@ -93,6 +93,8 @@ def test_search_runs_one_ply_for_its_config_and_refuses_what_it_lacks():
     with pytest.raises(ValueError, match="risk betas need the tree kernel"):
         search(TTT, EVAL, variables, states, jax.random.PRNGKey(0), OnePlyConfig(),
                risk_beta=jnp.zeros((4, 2)))
+    with pytest.raises(ValueError, match="below pgx/tic_tac_toe's max_legal_actions 9"):
+        one_ply_search(TTT, EVAL, variables, states, width=3)
     pyrat = envs.make("pyrat", width=5, height=5, cheese_count=3)
     with pytest.raises(ValueError, match="simultaneous-move game"):
         one_ply_search(pyrat, EVAL, variables, jax.jit(jax.vmap(pyrat.init))(
@@ -116,13 +118,10 @@ def test_one_ply_is_an_alphazero_evaluation_and_survives_the_run_config():
 
 
 def _material_evaluator(num_actions):
-    """Value = the material lead of the player to move / 200 (|value| < 0.52 < a mate's 1),
-    read off the observation's piece planes (docs/chess.md: own P..K, then the opponent's)."""
-    values = jnp.asarray(mat.PIECE_VALUES, jnp.float32)
+    """Value = the material lead of the player to move / 200 (|value| < 0.52 < a mate's 1)."""
 
     def evaluate(variables, observation):
-        counts = observation.sum((1, 2))  # [M, planes]
-        lead = (counts[:, 0:6] * values).sum(-1) - (counts[:, 6:12] * values).sum(-1)
+        lead = mat.observation_lead(observation)
         return jnp.zeros((observation.shape[0], num_actions)), lead / 200.0
 
     return NetworkEvaluator(evaluate, ScalarValue())

@@ -3,22 +3,21 @@ network values best. The library's 1-ply greedy player, and a search config of i
 (`OnePlyConfig`) so that an evaluation can play it as the agent.
 
 Why an evaluation would: it shows the value head alone. A tree search strong enough to win
-without the network (chess: 64 simulations over every root move find the mates random play
-walks into) hides what the value learned, and the policy head alone (one simulation) shows the
-policy only. One ply plays the value head's choices and takes every mate in one, so a value that
-learns material wins more against random (docs/learning.md, "Chess: the value head alone").
+without the network hides what the value learned, and the policy head alone (one simulation)
+shows the policy only. One ply plays the value head's choices and takes every win in one
+(docs/learning.md has a game where only this evaluation shows the value learning).
 
 Values are the search's (docs/search.md): the network's value for the player to move in the
 result, negated when the opponent moves there; a finished game is valued by its exact reward;
 stochastic games value the afterstate (`env.step_deterministic`, before the chance event) as
-the search does. Only legal moves are made, padded to `env.max_legal_actions` (chess: 218
-results a state instead of 4672).
+the search does. Only legal moves are made, padded to `env.max_legal_actions`, not every action
+id (docs/benchmarks.md, "One ply: legal moves only").
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Optional
 
 import jax
 import jax.numpy as jnp
@@ -34,16 +33,20 @@ class OnePlyConfig:
     legal move is looked at once, and ties go to the lowest action index."""
 
 
-def one_ply_search(env: Env, evaluator: NetworkEvaluator, variables: Any,
-                   states: State) -> SearchOutput:
+def one_ply_search(env: Env, evaluator: NetworkEvaluator, variables: Any, states: State,
+                   width: Optional[int] = None) -> SearchOutput:
     """Every legal move of each state of a batch (leading axis B), valued for the mover.
 
     Returns a `SearchOutput`: the best move, a one-hot policy on it and its value as the root
-    value. One network call values all B * `env.max_legal_actions` results."""
+    value. One network call values all B * `width` results; `width` (default
+    `env.max_legal_actions`, the least that holds every legal move) is a static count."""
     if env.is_simultaneous:
         raise ValueError(f"{env.id} is a simultaneous-move game: a 1-ply search needs one "
                          "mover per state (PyRat's greedy player is the env's own)")
-    width = env.max_legal_actions
+    width = env.max_legal_actions if width is None else width
+    if width < env.max_legal_actions:
+        raise ValueError(f"one_ply_search width {width} is below {env.id}'s "
+                         f"max_legal_actions {env.max_legal_actions}: legal moves would be lost")
     cand = jax.vmap(lambda m: legal_candidates(m, width))(states.legal_action_mask)  # [B, K]
     mover = states.current_player  # [B]
 

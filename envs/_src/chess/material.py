@@ -37,6 +37,14 @@ def material(board: Array) -> Array:
     return per_side.sum(-1)
 
 
+def observation_lead(observation: Array) -> Array:
+    """float32[M] the material lead of the player to move, read off observations
+    float32[M, 8, 8, planes] (docs/chess.md: the mover's P..K planes 0-5, the opponent's 6-11)."""
+    values = jnp.asarray(PIECE_VALUES, jnp.float32)
+    counts = observation.sum((1, 2))  # [M, planes] pieces per plane
+    return (counts[:, 0:6] * values).sum(-1) - (counts[:, 6:12] * values).sum(-1)
+
+
 def move_scores(env, state, candidates: Candidates) -> Array:
     """int32[K] the mover's score after each candidate move (module docstring)."""
     mover = state.current_player
@@ -90,4 +98,4 @@ def material_policy(env):
 
 __all__ = ["MATE_SCORE", "NO_MOVE_SCORE", "PIECE_VALUES", "Candidates", "GreedyChoice",
            "legal_candidates", "material", "material_greedy_action", "material_greedy_actions",
-           "material_greedy_choice", "material_policy", "move_scores"]
+           "material_greedy_choice", "material_policy", "move_scores", "observation_lead"]
