@@ -1,19 +1,21 @@
-"""The chess set-up of docs/learning.md ("Chess: what wins against random at this budget"): the
-`small` preset's network and 100-ply evaluation, with self-play games cut at 40 plies and scored
-by material by degree (`MaterialScore(3)`), 128 games x 20 moves an iteration at 16 simulations
-(Gumbel root, 8 considered), 32 updates of 128 an iteration (about 1.6 uses per position),
-and an evaluation search that looks at every root move (Gumbel root, 64 considered, 64
-simulations) and discounts by 0.95 a ply (a mate now beats a won position later).
+"""The chess `small` preset with its untrained network evaluated first, and a choice of
+evaluation searches (docs/learning.md, "Chess: what wins against random at this budget" and
+the sections after it). The preset: its 32 x 2 network and 100-ply evaluation, self-play games
+cut at 40 plies and scored by material by degree (`MaterialScore(3)`), 128 games x 20 moves an
+iteration at 16 simulations (Gumbel root, 8 considered, 0.95 a ply), 32 updates of 128.
 
     python benchmarks/learn_chess_material.py --seed 0 --run-dir runs/chess-material-seed0
     python benchmarks/learn_chess_material.py --seed 0 --run-dir runs/chess-material-seed0 \
         --iterations 100          # a run dir that exists is resumed from its newest checkpoint
 
-`--eval-simulations 1` evaluates the network alone (its highest-prior move, as docs/learning.md
-does for Paco Ŝako): the evaluation search above finds the mates random play walks into whatever
-the network, so it cannot show what the network learned against random. `--eval-one-ply`
-evaluates the value head alone: every legal move once, the best by the network's value
-(`turbozero.search.OnePlyConfig`).
+By default the evaluation search looks at every root move (Gumbel root, 64 considered, 64
+simulations, 0.95 a ply: a mate now beats a won position later), as the sections that came
+before the preset did. `--eval-one-ply` evaluates as the preset does, with the value head alone
+(every legal move once, the best by the network's value; `turbozero.search.OnePlyConfig`):
+`turbozero train chess --preset small` trains the same run, bit for bit, without the untrained
+evaluation. `--eval-simulations 1` evaluates the network alone (its highest-prior move, as
+docs/learning.md does for Paco Ŝako): the tree search finds the mates random play walks into
+whatever the network, so it cannot show what the network learned against random.
 
 Writes the untrained network's evaluation to RUN_DIR/iteration0.json first, then trains with
 evaluation every 10 iterations into RUN_DIR/metrics.jsonl.
@@ -22,33 +24,26 @@ evaluation every 10 iterations into RUN_DIR/metrics.jsonl.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 
-from turbozero.chess_adjudication import MaterialScore
 from turbozero.cli import enable_compilation_cache
 from turbozero.presets import get_preset
 from turbozero.search import TreeSearchConfig
-from turbozero.search.one_ply import OnePlyConfig
 from turbozero.search.roots import GumbelRoot
 from turbozero.search.selection import SpecPUCT
 from turbozero.training import Trainer
 from turbozero.training.algorithms import evaluation_search
 
-DISCOUNT = 0.95
-
 
 def config(seed: int, iterations: int, eval_simulations: int = 64, one_ply: bool = False):
-    eval_search = OnePlyConfig() if one_ply else evaluation_search(TreeSearchConfig(
+    small = get_preset("chess", "small", seed=seed, num_iterations=iterations)
+    if one_ply:  # the preset's own evaluation
+        return small
+    return dataclasses.replace(small, eval_search=evaluation_search(TreeSearchConfig(
         num_simulations=eval_simulations, selection=SpecPUCT(fpu_base=0.0),
-        root=GumbelRoot(max_considered=64), discount=DISCOUNT))
-    return get_preset(
-        "chess", "small", seed=seed, num_iterations=iterations, eval_every=10,
-        num_envs=128, collect_steps=20, replay_capacity=128, train_steps=32,
-        self_play_max_moves=40, truncated_games=MaterialScore(3.0),
-        search=TreeSearchConfig(num_simulations=16, selection=SpecPUCT(fpu_base=0.0),
-                                root=GumbelRoot(max_considered=8), discount=DISCOUNT),
-        eval_search=eval_search)
+        root=GumbelRoot(max_considered=64), discount=small.search.discount)))
 
 
 def main() -> None:

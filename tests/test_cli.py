@@ -11,7 +11,11 @@ import pytest
 from turbozero import cli
 from turbozero.presets import get_preset
 from turbozero.search.mcgs import MCGSConfig
+from turbozero.chess_adjudication import MaterialScore
+from turbozero.search.kernel import TreeSearchConfig
 from turbozero.search.mctx_policies import SearchConfig
+from turbozero.search.one_ply import OnePlyConfig
+from turbozero.search.roots import PUCTRoot
 from turbozero.training.checkpoints import MARKER
 from turbozero.training.algorithms import evaluation_search
 from turbozero.training.run_config import (
@@ -115,6 +119,36 @@ def test_a_field_of_a_derived_evaluation_search_can_be_set():
     assert cfg.eval_search == dataclasses.replace(
         evaluation_search(dataclasses.replace(base.search, num_simulations=6)), num_simulations=1)
     assert cfg.eval_search.root.dirichlet_fraction == 0.0 and cfg.eval_search.temperature == 0.0
+
+
+def test_set_takes_a_config_of_another_class_tagged_as_stored():
+    """A field typed `Any` (`eval_search`, `truncated_games`) takes a config of another class
+    from a JSON object tagged the way run configs store it; its other keys are checked fields."""
+    base = get_preset(GAME, "tiny")
+    one_ply = '{"__dataclass__": "turbozero.search.one_ply:OnePlyConfig"}'
+    assert parse_overrides(base, [f"eval_search={one_ply}"]) == {"eval_search": OnePlyConfig()}
+    chess = get_preset("chess", "small")
+    assert isinstance(chess.eval_search, OnePlyConfig)
+    tree = ('{"__dataclass__": "turbozero.search.kernel:TreeSearchConfig", '
+            '"num_simulations": 4, "root": {"dirichlet_fraction": 0.0}}')
+    new = parse_overrides(chess, [f"eval_search={tree}", "eval_search.temperature=0"])
+    assert new["eval_search"] == TreeSearchConfig(
+        num_simulations=4, root=PUCTRoot(dirichlet_fraction=0.0), temperature=0.0)
+    score = '{"__dataclass__": "turbozero.chess_adjudication:MaterialScore", "scale": 5}'
+    assert parse_overrides(chess, [f"truncated_games={score}"])["truncated_games"] == (
+        MaterialScore(5.0))
+    # a field with a dataclass annotation keeps its class
+    with pytest.raises(ValueError, match="--set temperature_schedule: expected a JSON object "
+                                         "of TemperatureSchedule fields"):
+        parse_overrides(base, [f"temperature_schedule={one_ply}"])
+    with pytest.raises(ValueError, match="--set eval_search names the class 'os:path', which "
+                                         "is not one of turbozero's"):
+        parse_overrides(base, ['eval_search={"__dataclass__": "os:path"}'])
+    with pytest.raises(ValueError, match="--set eval_search.num_simulations: expected an int"):
+        parse_overrides(base, ["eval_search=" + tree.replace("4", '"x"')])
+    # a duck-typed field's own check still applies to what the tag gives
+    with pytest.raises(ValueError, match="optimizer must be"):
+        with_overrides(base, parse_overrides(base, [f"optimizer={one_ply}"]))
 
 
 # ------------------------------------------------------------------------ config JSON

@@ -198,6 +198,13 @@ def test_cli_train_and_eval(tmp_path):
     assert short.returncode == 0, short.stderr[-3000:]
     result = json.loads(short.stdout.strip().splitlines()[-1])
     assert result["finished"] == 0 and result["unfinished"] == 4 and result["iteration"] == 2
+    # an evaluation search of another class, tagged as the run's config.json stores it
+    from turbozero.search.one_ply import OnePlyConfig
+    from turbozero.training.run_config import evaluation_config
+
+    one_ply = evaluation_config(run_dir, 4, [
+        'eval_search={"__dataclass__": "turbozero.search.one_ply:OnePlyConfig"}'])
+    assert one_ply.eval_search == OnePlyConfig() and one_ply.eval_games == 4
     bad = subprocess.run([sys.executable, "-m", "turbozero.cli", "train", "go"],
                          capture_output=True, text=True, timeout=600, cwd=root, env=_subprocess_env())
     assert bad.returncode == 2 and "error" in bad.stderr

@@ -13,8 +13,9 @@ is scored before mate), here with the crudest evaluation there is.
 
 `MaterialScore(scale)` scores a cut game by degree instead: tanh(lead / scale) to White and the
 negation to Black, so a 1-pawn lead is a small edge and a queen up is nearly a win (the WDL
-loss reads such a return as a soft target, `outcome_to_wdl`). Measured in docs/learning.md
-("Chess: a value that knows material, a search that mates").
+loss reads such a return as a soft target, `outcome_to_wdl`). The chess `small` preset scores
+its self-play games, cut at 40 plies, with `MaterialScore(3.0)`; measured in docs/learning.md
+("Chess: what wins against random at this budget", "Chess `small`").
 """
 
 from __future__ import annotations

@@ -13,7 +13,10 @@ Both are generic over dataclass fields, so a field added to `TrainConfig`, `Sear
 Overrides take the expected type from the field's annotation, or from the current value where
 the annotation is `Any` (`network` is a dict, `search` a `SearchConfig` or an `MCGSConfig`):
 dotted keys reach into nested configs and dicts, a JSON object merges into a dict or dataclass
-instead of replacing it, and a tuple is written `a,b` or as a JSON array.
+instead of replacing it, and a tuple is written `a,b` or as a JSON array. A JSON object tagged
+as stored (`{"__dataclass__": "module:Class", ...}`) gives a config of that class, so a field
+typed `Any` can change class (`eval_search` from a tree search to
+`turbozero.search.one_ply:OnePlyConfig`).
 """
 
 from __future__ import annotations
@@ -55,19 +58,19 @@ def to_json(value: Any, where: str = "config") -> Any:
     raise ValueError(f"{where}: cannot store a {type(value).__name__} in a run's JSON config")
 
 
-def _import_class(name: str) -> type:
+def _import_class(name: str, source: str = "stored config") -> type:
     module, _, qualname = name.partition(":")
     if not qualname or module.split(".")[0] not in _OWN_PACKAGES:
-        raise ValueError(f"stored config names the class {name!r}, which is not one of "
+        raise ValueError(f"{source} names the class {name!r}, which is not one of "
                          f"turbozero's ({', '.join(_OWN_PACKAGES)})")
     try:
         obj: Any = importlib.import_module(module)
         for part in qualname.split("."):
             obj = getattr(obj, part)
     except (ImportError, AttributeError) as err:
-        raise ValueError(f"stored config names the class {name!r}, which does not exist") from err
+        raise ValueError(f"{source} names the class {name!r}, which does not exist") from err
     if not (isinstance(obj, type) and dataclasses.is_dataclass(obj)):
-        raise ValueError(f"stored config names {name!r}, which is not a config dataclass")
+        raise ValueError(f"{source} names {name!r}, which is not a config dataclass")
     return obj
 
 
@@ -178,6 +181,8 @@ def _first_member(want: Any, parse: Any, key: str, raw: Any) -> Any:
 
 def _from_json_value(value: Any, hint: Any, current: Any, key: str) -> Any:
     """A parsed JSON value checked against `hint` (or the current value's type)."""
+    if isinstance(value, dict) and DATACLASS_TAG in value:
+        return _tagged(value, hint, current, key)
     want = _expected(hint, current)
     origin = typing.get_origin(want)
     if want is Any:
@@ -232,6 +237,31 @@ def _from_json_value(value: Any, hint: Any, current: Any, key: str) -> Any:
     return value
 
 
+def _tagged(value: dict, hint: Any, current: Any, key: str) -> Any:
+    """A config object of the class the JSON object names, as stored run configs name it
+    (`{"__dataclass__": "turbozero.search.one_ply:OnePlyConfig", ...}`): how a field typed `Any`
+    (`search`, `eval_search`) takes a config of another class than its current one. The other
+    keys set fields of the class's defaults (or of the current value, same class), checked as
+    any `--set` value."""
+    cls = _import_class(str(value[DATACLASS_TAG]), f"--set {key}")
+    if hint is not Any and hint is not _MISSING and isinstance(hint, type) \
+            and not issubclass(cls, hint):
+        raise OverrideError(key, _describe(hint), value[DATACLASS_TAG])
+    fields = {k: v for k, v in value.items() if k != DATACLASS_TAG}
+    if isinstance(current, cls):
+        out = current
+    else:
+        try:
+            out = cls()
+        except TypeError:
+            raise ValueError(f"--set {key}: {cls.__name__} has fields without defaults; give it "
+                             "as a whole in a run's config.json instead") from None
+    for k, v in fields.items():
+        out = _replace_field(
+            out, k, lambda old, h, k=k, v=v: _from_json_value(v, h, old, f"{key}.{k}"), key)
+    return out
+
+
 def _element_hint(hint: Any) -> Any:
     """`tuple[int, ...]` -> int; a bare `tuple` says nothing about its elements."""
     args = typing.get_args(hint)
@@ -250,6 +280,10 @@ def _element(current: Any, i: int) -> Any:
 
 def _from_text(text: str, hint: Any, current: Any, key: str) -> Any:
     """A `--set` value as typed on the command line, parsed into the expected type."""
+    if text.strip()[:1] == "{":
+        tagged = _json_or_none(text, None)
+        if isinstance(tagged, dict) and DATACLASS_TAG in tagged:  # checked against the field's
+            return _tagged(tagged, hint, current, key)           # annotation, not its value
     want = _expected(hint, current)
     origin = typing.get_origin(want)
     if origin in (typing.Union, types.UnionType):
@@ -287,7 +321,7 @@ def _from_text(text: str, hint: Any, current: Any, key: str) -> Any:
                      for i, t in enumerate(items))
     if want is Any:
         # nothing to check against (a new key of a dict): JSON if it parses, else the text
-        return _tuplify(_json_or_none(text, text))
+        return _from_json_value(_json_or_none(text, text), Any, current, key)
     parsed = _json_or_none(text, _MISSING)
     if parsed is _MISSING:
         raise OverrideError(key, _describe(want), text)
