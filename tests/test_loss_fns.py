@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from turbozero.networks import FourWayValue, MLPNet
+from turbozero.networks import FourWayValue, MLPNet, ScalarValue, WDLValue
 from turbozero.training.loss_fns import (
     az_loss_fn,
     az_loss_fn_4way,
@@ -92,6 +92,14 @@ def test_graded_outcomes_give_soft_wdl_targets_whose_expectation_is_the_outcome(
     outcome = jnp.array([0.4, -0.75, 2.0, -3.0])  # beyond +-1 clips to a certain result
     np.testing.assert_allclose(outcome_to_wdl(outcome), [[0.4, 0.6, 0.0], [0.0, 0.25, 0.75],
                                                          [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
+    # the heads' losses clip such targets and say how many they clipped
+    returns = jnp.stack([outcome, -outcome], axis=-1)  # [4, 2] in seat order
+    mover = jnp.array([0, 0, 1, 0])  # 0.4, -0.75, -2.0, -3.0: two beyond 1
+    for fmt, out in ((WDLValue(), jnp.zeros((4, 3))), (ScalarValue(), jnp.zeros(4))):
+        _, metrics = fmt.loss(out, returns, mover)
+        assert float(metrics["value_targets_clipped"]) == pytest.approx(0.5), fmt
+        _, metrics = fmt.loss(out, jnp.clip(returns, -1, 1), mover)
+        assert float(metrics["value_targets_clipped"]) == 0.0, fmt
 
 
 @pytest.fixture(scope="module")

@@ -63,6 +63,13 @@ def _mover_return(returns: jax.Array, mover: jax.Array) -> jax.Array:
     return jnp.take_along_axis(returns, mover[..., None], axis=-1)[..., 0]
 
 
+def _clipped_share(target: jax.Array) -> dict:
+    """The batch's share of value targets beyond [-1, 1], which a bounded head's loss clips:
+    reported as `value_targets_clipped` so that a game or a `truncated_games` scoring with
+    larger returns shows in the metrics instead of training on silently altered targets."""
+    return {"value_targets_clipped": jnp.mean((jnp.abs(target) > 1.0).astype(jnp.float32))}
+
+
 @dataclasses.dataclass(frozen=True)
 class ScalarValue(ValueFormat):
     """A tanh value in [-1, 1] for the player to move; MSE against the outcome."""
@@ -80,9 +87,11 @@ class ScalarValue(ValueFormat):
         return value_out
 
     def loss(self, value_out, returns, mover):
-        # Returns beyond ±1 (e.g. points of a multi-point game) are clipped into the tanh range.
-        target = jnp.clip(_mover_return(returns, mover), -1.0, 1.0)
-        return jnp.mean((value_out - target) ** 2), {}
+        # Returns beyond ±1 (e.g. points of a multi-point game) are clipped into the tanh
+        # range, and counted in the metrics
+        raw = _mover_return(returns, mover)
+        target = jnp.clip(raw, -1.0, 1.0)
+        return jnp.mean((value_out - target) ** 2), _clipped_share(raw)
 
 
 def outcome_to_wdl(outcome: jax.Array) -> jax.Array:
@@ -116,8 +125,9 @@ class WDLValue(ValueFormat):
         return jax.nn.softmax(value_out, axis=-1)
 
     def loss(self, value_out, returns, mover):
-        target = outcome_to_wdl(_mover_return(returns, mover))
-        return optax.softmax_cross_entropy(value_out, target).mean(), {}
+        raw = _mover_return(returns, mover)
+        target = outcome_to_wdl(raw)  # clipped to [-1, 1], counted in the metrics
+        return optax.softmax_cross_entropy(value_out, target).mean(), _clipped_share(raw)
 
 
 def four_way_value_loss(
