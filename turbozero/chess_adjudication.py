@@ -15,7 +15,7 @@ is scored before mate), here with the crudest evaluation there is.
 negation to Black, so a 1-pawn lead is a small edge and a queen up is nearly a win (the WDL
 loss reads such a return as a soft target, `outcome_to_wdl`). The chess `small` preset scores
 its self-play games, cut at 40 plies, with `MaterialScore(3.0)`; measured in docs/learning.md
-("Chess: what wins against random at this budget", "Chess `small`").
+("Chess: what wins against random at this budget", "Chess, `small` preset").
 """
 
 from __future__ import annotations

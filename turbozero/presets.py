@@ -133,8 +133,8 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         # Evaluated with the value head alone (one ply over the legal moves): a tree search
         # mates whatever random play offers, whatever the network. Wins against random rose from
         # 3 / 15 of 32 untrained to means of 15.8 / 22.8 over iterations 60-100 (docs/learning.md,
-        # "Chess `small`"); the former small (32 PUCT simulations, 100-ply games adjudicated at
-        # the cap, a tree-search evaluation) stayed flat.
+        # "Chess, `small` preset"); the former small (32 PUCT simulations, 100-ply games
+        # adjudicated at the cap, a tree-search evaluation) stayed flat.
         "small": dict(
             _CHESS_TINY,
             network={"num_filters": 32, "num_blocks": 2, "value_hidden": 64},
@@ -277,7 +277,7 @@ MEASURED_TIMES: dict[tuple[str, str], str] = {
     ("backgammon", "tiny"): "75 s to 2 min 30 s (docs/training.md)",
     ("backgammon", "medium"): "22 min with a second seed beside it (docs/learning.md)",
     ("chess", "tiny"): "9 min 27 s beside a second seed (docs/learning.md)",
-    ("chess", "small"): "30 min beside a second seed (docs/learning.md)",
+    ("chess", "small"): "57 min beside a second seed (docs/learning.md)",
     ("pgx/tic_tac_toe", "tiny"): "21 s (docs/training.md)",
     ("pyrat", "tiny"): "4 min 50 s (docs/pyrat.md)",
     ("pyrat", "small"): "41 min beside other runs (250 iterations, docs/learning.md)",
