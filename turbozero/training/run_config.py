@@ -227,7 +227,14 @@ def _from_json_value(value: Any, hint: Any, current: Any, key: str) -> Any:
     if isinstance(want, type) and dataclasses.is_dataclass(want):
         if not isinstance(value, dict):
             raise OverrideError(key, _describe(want), value)
-        out = current if isinstance(current, want) else want()
+        if isinstance(current, want):
+            out = current
+        else:
+            try:
+                out = want()
+            except TypeError:
+                raise ValueError(f"--set {key}: {want.__name__} has fields without defaults; "
+                                 "give it whole in a run's config.json instead") from None
         for k, v in value.items():
             out = _replace_field(
                 out, k, lambda old, h, k=k, v=v: _from_json_value(v, h, old, f"{key}.{k}"), key)
@@ -241,25 +248,14 @@ def _tagged(value: dict, hint: Any, current: Any, key: str) -> Any:
     """A config object of the class the JSON object names, as stored run configs name it
     (`{"__dataclass__": "turbozero.search.one_ply:OnePlyConfig", ...}`): how a field typed `Any`
     (`search`, `eval_search`) takes a config of another class than its current one. The other
-    keys set fields of the class's defaults (or of the current value, same class), checked as
-    any `--set` value."""
+    keys set fields as any JSON object does a config's (of the current value when it is of that
+    class, else of the class's defaults)."""
     cls = _import_class(str(value[DATACLASS_TAG]), f"--set {key}")
     if hint is not Any and hint is not _MISSING and isinstance(hint, type) \
             and not issubclass(cls, hint):
         raise OverrideError(key, _describe(hint), value[DATACLASS_TAG])
     fields = {k: v for k, v in value.items() if k != DATACLASS_TAG}
-    if isinstance(current, cls):
-        out = current
-    else:
-        try:
-            out = cls()
-        except TypeError:
-            raise ValueError(f"--set {key}: {cls.__name__} has fields without defaults; give it "
-                             "as a whole in a run's config.json instead") from None
-    for k, v in fields.items():
-        out = _replace_field(
-            out, k, lambda old, h, k=k, v=v: _from_json_value(v, h, old, f"{key}.{k}"), key)
-    return out
+    return _from_json_value(fields, cls, current, key)
 
 
 def _element_hint(hint: Any) -> Any:
@@ -321,7 +317,7 @@ def _from_text(text: str, hint: Any, current: Any, key: str) -> Any:
                      for i, t in enumerate(items))
     if want is Any:
         # nothing to check against (a new key of a dict): JSON if it parses, else the text
-        return _from_json_value(_json_or_none(text, text), Any, current, key)
+        return _tuplify(_json_or_none(text, text))
     parsed = _json_or_none(text, _MISSING)
     if parsed is _MISSING:
         raise OverrideError(key, _describe(want), text)
