@@ -7,6 +7,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -135,7 +136,8 @@ class PySearchTree {
   int32_t choose_action(double temperature, uint64_t seed) const {
     const tz::Node* r = tree_.root();
     if (r == nullptr || !r->has(tz::kExpanded)) throw std::logic_error("choose_action: no expanded root");
-    if (temperature < 0) throw std::invalid_argument("temperature must be >= 0");
+    if (!(temperature >= 0) || !std::isfinite(temperature))
+      throw std::invalid_argument("temperature must be finite and >= 0");
     std::mt19937_64 rng(seed);
     return r->children[tree_.choose_child(temperature, rng)].action;
   }
@@ -336,6 +338,7 @@ class PyCoordinator {
     d["requests"] = c_.stats().requests.load();
     d["collisions"] = c_.stats().collisions.load();
     d["moves"] = c_.stats().moves.load();
+    d["root_retries"] = c_.stats().root_retries.load();
     return d;
   }
 
@@ -368,6 +371,8 @@ NB_MODULE(_search_cpp, m) {
   m.attr("NO_ACTION") = tz::kNoAction;
   m.attr("NO_STATE_SLOT") = tz::kNoStateSlot;
   m.attr("NEW_GAME") = tz::kNewGame;
+  m.attr("MAX_ABS_VALUE") = tz::kMaxAbsValue;
+  m.attr("MAX_VISITS") = tz::kMaxVisits;
 
   nb::exception<tz::PoolExhausted>(m, "PoolExhaustedError", PyExc_MemoryError);
   nb::exception<tz::QueueTimeout>(m, "QueueTimeoutError", PyExc_TimeoutError);
@@ -381,6 +386,8 @@ NB_MODULE(_search_cpp, m) {
       .def_rw("q_high", &tz::SearchConfig::q_high)
       .def_rw("dirichlet_alpha", &tz::SearchConfig::dirichlet_alpha)
       .def_rw("dirichlet_fraction", &tz::SearchConfig::dirichlet_fraction)
+      .def_rw("num_players", &tz::SearchConfig::num_players)
+      .def_rw("num_actions", &tz::SearchConfig::num_actions)
       .def("validate", &tz::SearchConfig::validate);
 
   nb::class_<tz::CoordinatorConfig>(m, "CoordinatorConfig")
@@ -398,6 +405,8 @@ NB_MODULE(_search_cpp, m) {
       .def_rw("slots_per_game", &tz::CoordinatorConfig::slots_per_game)
       .def_rw("queue_capacity", &tz::CoordinatorConfig::queue_capacity)
       .def_rw("timeout_s", &tz::CoordinatorConfig::timeout_s)
+      .def_rw("root_wait_s", &tz::CoordinatorConfig::root_wait_s)
+      .def_rw("root_eval_retries", &tz::CoordinatorConfig::root_eval_retries)
       .def_rw("seed", &tz::CoordinatorConfig::seed)
       .def_rw("seat_betas", &tz::CoordinatorConfig::seat_betas)
       .def("validate", &tz::CoordinatorConfig::validate);

@@ -39,6 +39,12 @@ struct CoordinatorConfig {
   int32_t slots_per_game = 1024;
   int32_t queue_capacity = 1024;
   double timeout_s = 300.0;
+  // A round that carries a root evaluation waits root_wait_s for its results; a stalled wait
+  // is retried up to root_eval_retries times (alphazero-chess.md §6.6: the worker flushes its
+  // stale results and submits the round's unanswered requests again), then waits timeout_s
+  // once more before it gives up.
+  double root_wait_s = 2.0;
+  int32_t root_eval_retries = 3;
   uint64_t seed = 0;
   // per-game seat betas, [num_games * 2] (game g: seat 0, seat 1), or empty: search.risk_beta
   // for every seat of every game
@@ -57,10 +63,14 @@ struct CoordinatorConfig {
     if (num_simulations < 1) throw std::invalid_argument("num_simulations must be >= 1");
     if (leaves_per_step < 1) throw std::invalid_argument("leaves_per_step must be >= 1");
     if (max_moves < 1) throw std::invalid_argument("max_moves must be >= 1");
-    if (temperature < 0) throw std::invalid_argument("temperature must be >= 0");
+    if (!(temperature >= 0) || !std::isfinite(temperature))
+      throw std::invalid_argument("temperature must be finite and >= 0");
     if (temperature_moves < 0) throw std::invalid_argument("temperature_moves must be >= 0");
     if (slots_per_game < 2) throw std::invalid_argument("slots_per_game must be >= 2");
-    if (!(timeout_s > 0)) throw std::invalid_argument("timeout_s must be > 0");
+    if (!(timeout_s > 0) || !std::isfinite(timeout_s)) throw std::invalid_argument("timeout_s must be finite and > 0");
+    if (!(root_wait_s > 0) || !std::isfinite(root_wait_s))
+      throw std::invalid_argument("root_wait_s must be finite and > 0");
+    if (root_eval_retries < 0) throw std::invalid_argument("root_eval_retries must be >= 0");
     const int64_t per_worker_games = (num_games + num_workers - 1) / num_workers;
     if (queue_capacity < per_worker_games * leaves_per_step)
       throw std::invalid_argument(
@@ -99,6 +109,7 @@ struct CoordinatorStats {
   std::atomic<uint64_t> requests{0};
   std::atomic<uint64_t> collisions{0};
   std::atomic<uint64_t> moves{0};
+  std::atomic<uint64_t> root_retries{0};  // stalled root waits retried
 };
 
 class Coordinator {
@@ -171,6 +182,7 @@ class Coordinator {
         tokens.clear();
         out.clear();
         bool any_open = false;
+        bool has_root = false;
         for (Game* game : mine) {
           if (game->done) continue;
           any_open = true;
@@ -179,6 +191,7 @@ class Coordinator {
             // the first state with it, so the game can be replayed (training samples)
             push(game, game->tree.new_root(game->root_parent, game->root_action), reqs, tokens, out);
             game->root_requested = true;
+            has_root = true;
             continue;
           }
           for (int32_t l = 0; l < cfg_.leaves_per_step; ++l) {
@@ -202,9 +215,22 @@ class Coordinator {
           queue_.submit(w, reqs.data(), tokens.data(), static_cast<int32_t>(reqs.size()), cfg_.timeout_s);
           stats_.requests.fetch_add(reqs.size(), std::memory_order_relaxed);
           size_t got = 0;
+          std::vector<char> answered(reqs.size(), 0);
+          int32_t retries_left = has_root ? cfg_.root_eval_retries : 0;
           while (got < reqs.size()) {
-            std::vector<Result> results = queue_.get_results(w, 1, cfg_.timeout_s);
+            std::vector<Result> results;
+            try {
+              results = queue_.get_results(w, 1, retries_left > 0 ? cfg_.root_wait_s : cfg_.timeout_s);
+            } catch (const QueueTimeout&) {
+              if (retries_left == 0 || queue_.stopped()) throw;
+              --retries_left;
+              stats_.root_retries.fetch_add(1, std::memory_order_relaxed);
+              resend(w, reqs, tokens, answered);
+              continue;
+            }
             for (Result& r : results) {
+              if (answered.at(r.token)) continue;  // cannot happen: a flush drops the older copy
+              answered[r.token] = 1;
               auto& [game, leaf] = out.at(r.token);
               Evaluation ev{r.actions.data(), r.priors.data(), static_cast<int32_t>(r.actions.size()),
                             r.value, r.player, r.terminal, r.has_wdl ? r.wdl.data() : nullptr};
@@ -236,6 +262,24 @@ class Coordinator {
       queue_.stop();
     }
     workers_done_.fetch_add(1, std::memory_order_acq_rel);
+  }
+
+  // A stalled wait: flush the worker (results of the requests in flight, when they come, carry
+  // the old generation and are dropped) and submit the unanswered requests again. The queue is
+  // first in, first out, so an old copy is evaluated no later than its new copy, into the same
+  // destination slot from the same parent state (a fresh root never takes its parent's slot):
+  // the two write the same state, and no slot is reused before both are done.
+  void resend(int32_t w, const std::vector<Request>& reqs, const std::vector<int32_t>& tokens,
+              const std::vector<char>& answered) {
+    queue_.flush(w);
+    std::vector<Request> again;
+    std::vector<int32_t> again_tokens;
+    for (size_t i = 0; i < reqs.size(); ++i)
+      if (!answered[i]) {
+        again.push_back(reqs[i]);
+        again_tokens.push_back(tokens[i]);
+      }
+    queue_.submit(w, again.data(), again_tokens.data(), static_cast<int32_t>(again.size()), cfg_.timeout_s);
   }
 
   static void push(Game* game, const LeafRequest& req, std::vector<Request>& reqs,

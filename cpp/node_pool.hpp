@@ -19,9 +19,17 @@
 
 namespace tz {
 
-// Fixed-point scale of value sums (docs/cpu_search.md): 1e-4 resolution, int64 sums cannot overflow
-// before ~9e14 visits of value 1.
+// Fixed-point scale of value sums (docs/cpu_search.md): 1e-4 resolution.
 constexpr int64_t kValueScale = 10000;
+// The sums cannot overflow: every value the search takes lies in [-kMaxAbsValue, kMaxAbsValue]
+// (SearchConfig::validate bounds q_bounds by it, GameTree::complete refuses values outside
+// q_bounds) and no node gets more than kMaxVisits visits (GameTree::select refuses a simulation
+// at a root that has them), so |value_sq_sum| <= kMaxAbsValue^2 * kValueScale * kMaxVisits.
+constexpr double kMaxAbsValue = 256.0;
+constexpr uint32_t kMaxVisits = 0x7FFFFFFFu;  // 2^31 - 1, far from uint32's wrap (in-flight walks)
+static_assert(kMaxAbsValue * kMaxAbsValue * kValueScale * static_cast<double>(kMaxVisits) <
+                  9.2e18,
+              "int64 fixed-point sums must not overflow at kMaxAbsValue and kMaxVisits");
 // A node whose state has no slot in the state pool (yet): the named sentinel for "no slot".
 constexpr int32_t kNoStateSlot = -1;
 // The action of the root (nothing led to it).

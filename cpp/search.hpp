@@ -16,6 +16,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -25,6 +26,13 @@
 
 namespace tz {
 
+// A number as an error message shows it (%g: 1e+30, not 30 digits and six zeros).
+inline std::string fmt_num(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", x);
+  return buf;
+}
+
 // parent_slot of a request for a fresh game's first state (the evaluator makes a new state).
 constexpr int32_t kNewGame = -2;
 
@@ -32,21 +40,76 @@ struct SearchConfig {
   double c_puct = 1.5;
   double fpu_base = 0.0;
   double risk_beta = 0.0;
-  double q_low = -1.0;
+  double q_low = -1.0;  // q_bounds: the value format's range; every evaluator value lies in it
   double q_high = 1.0;
   double dirichlet_alpha = 0.3;
   double dirichlet_fraction = 0.25;
+  int32_t num_players = 2;                          // evaluator players lie in [0, num_players)
+  int32_t num_actions = 2147483647;                 // action ids lie in [0, num_actions)
 
   void validate() const {
-    if (!(c_puct > 0)) throw std::invalid_argument("c_puct must be > 0");
-    if (!(fpu_base >= 0)) throw std::invalid_argument("fpu_base must be >= 0");
+    if (!(c_puct > 0) || !std::isfinite(c_puct))
+      throw std::invalid_argument("c_puct must be finite and > 0, got " + fmt_num(c_puct));
+    if (!(fpu_base >= 0) || !std::isfinite(fpu_base))
+      throw std::invalid_argument("fpu_base must be finite and >= 0, got " + fmt_num(fpu_base));
     if (!std::isfinite(risk_beta)) throw std::invalid_argument("risk_beta must be finite");
-    if (!(q_low < q_high)) throw std::invalid_argument("q_bounds must be (low, high) with low < high");
-    if (!(dirichlet_alpha > 0)) throw std::invalid_argument("dirichlet_alpha must be > 0");
+    if (!(q_low < q_high) || !(q_low >= -kMaxAbsValue) || !(q_high <= kMaxAbsValue))
+      throw std::invalid_argument("q_bounds must be (low, high) with -" + fmt_num(kMaxAbsValue) +
+                                  " <= low < high <= " + fmt_num(kMaxAbsValue) + ", got (" +
+                                  fmt_num(q_low) + ", " + fmt_num(q_high) + ")");
+    if (!(dirichlet_alpha > 0) || !std::isfinite(dirichlet_alpha))
+      throw std::invalid_argument("dirichlet_alpha must be finite and > 0");
     if (!(dirichlet_fraction >= 0 && dirichlet_fraction <= 1))
       throw std::invalid_argument("dirichlet_fraction must be in [0, 1]");
+    // the tree backs up one zero-sum value: one or two players (docs/cpu_search.md)
+    if (num_players < 1 || num_players > 2)
+      throw std::invalid_argument("num_players must be 1 or 2, got " + std::to_string(num_players));
+    if (num_actions < 1) throw std::invalid_argument("num_actions must be >= 1, got " + std::to_string(num_actions));
   }
 };
+
+// Refuse an evaluation the tree cannot hold correctly (one line naming what is wrong; a
+// std::invalid_argument, ValueError in Python): a value that is not finite or lies outside
+// q_bounds (it would poison the fixed-point sums, or overflow them), a player outside
+// [0, num_players) (the node stores it in a byte and flips signs by it), an action id outside
+// [0, num_actions) or twice in one state (two children for one move split its visits and
+// write past the caller's policy arrays), a prior or WDL entry that is not a probability.
+inline void check_evaluation(const int32_t* actions, const float* priors, int32_t num_actions,
+                             float value, int32_t player, bool terminal, const float* wdl,
+                             const SearchConfig& cfg) {
+  if (!std::isfinite(value)) throw std::invalid_argument("evaluator value is not finite");
+  if (!(value >= cfg.q_low && value <= cfg.q_high))
+    throw std::invalid_argument("evaluator value " + fmt_num(value) + " is outside q_bounds [" +
+                                fmt_num(cfg.q_low) + ", " + fmt_num(cfg.q_high) + "]");
+  if (player < 0 || player >= cfg.num_players)
+    throw std::invalid_argument("evaluator player " + std::to_string(player) + " is out of range for " +
+                                std::to_string(cfg.num_players) + " players");
+  if (wdl != nullptr)
+    for (int i = 0; i < 3; ++i)
+      if (!(wdl[i] >= 0.0f && wdl[i] <= 1.0f))  // false for NaN too
+        throw std::invalid_argument("evaluator WDL entry " + fmt_num(wdl[i]) +
+                                    " is not a probability in [0, 1]");
+  if (terminal) return;  // no children: its actions are not read
+  if (num_actions < 1) throw std::invalid_argument("evaluator: a non-terminal state with no legal action");
+  if (num_actions > 0xFFFF) throw std::invalid_argument("evaluator: more than 65535 legal actions");
+  bool increasing = true;
+  for (int32_t i = 0; i < num_actions; ++i) {
+    const int32_t a = actions[i];
+    if (a < 0 || a >= cfg.num_actions)
+      throw std::invalid_argument("evaluator action id " + std::to_string(a) + " is out of range [0, " +
+                                  std::to_string(cfg.num_actions) + ")");
+    if (!std::isfinite(priors[i]) || priors[i] < 0)
+      throw std::invalid_argument("evaluator prior is negative or not finite");
+    if (i > 0 && a <= actions[i - 1]) increasing = false;
+  }
+  if (increasing) return;  // the JAX evaluator packs ids in increasing order: no sort needed
+  std::vector<int32_t> sorted(actions, actions + num_actions);
+  std::sort(sorted.begin(), sorted.end());
+  const auto dup = std::adjacent_find(sorted.begin(), sorted.end());
+  if (dup != sorted.end())
+    throw std::invalid_argument("evaluator action id " + std::to_string(*dup) +
+                                " appears twice in one state's legal actions");
+}
 
 // One evaluation request: evaluate the state reached from parent_slot by action into dest_slot.
 struct LeafRequest {
@@ -117,7 +180,15 @@ class GameTree {
     root_->init(nullptr, kNoAction, 1.0f);
     root_->flags.store(kPending, std::memory_order_release);
     root_->virtual_loss.store(1, std::memory_order_relaxed);
-    return LeafRequest{root_, parent_slot, action, take_slot()};
+    // never the parent's own slot: the evaluator then reads the parent and writes the child in
+    // different slots, so a request evaluated twice (a retried wait, coordinator.hpp) gives
+    // the same child both times
+    int32_t dest = take_slot();
+    if (dest == parent_slot) {
+      dest = take_slot();
+      free_slots_.push_back(parent_slot);
+    }
+    return LeafRequest{root_, parent_slot, action, dest};
   }
 
   bool root_ready() const { return root_ != nullptr && root_->has(kExpanded); }
@@ -127,6 +198,13 @@ class GameTree {
   // virtual loss of the walk is taken back).
   Selected select(LeafRequest* out) {
     if (!root_ready()) throw std::logic_error("select: the root is not expanded");
+    // the bound that keeps the fixed-point sums from overflowing (node_pool.hpp): the root has
+    // the most visits of any node, in-flight walks included
+    if (static_cast<uint64_t>(root_->visits.load(std::memory_order_acquire)) +
+            static_cast<uint64_t>(std::max<int16_t>(root_->virtual_loss.load(std::memory_order_relaxed), 0)) >=
+        kMaxVisits)
+      throw std::overflow_error("the root has reached the most visits a tree holds (" +
+                                std::to_string(kMaxVisits) + ")");
     Node* node = root_;
     node->virtual_loss.fetch_add(1, std::memory_order_relaxed);
     while (node->has(kExpanded)) {
@@ -153,19 +231,14 @@ class GameTree {
   // Write the evaluation of a request's leaf (its children over the legal actions) and back up.
   void complete(const LeafRequest& req, const Evaluation& ev) {
     Node* node = req.leaf;
-    if (!std::isfinite(ev.value)) throw std::invalid_argument("evaluator value is not finite");
+    // checked before anything is written: a refused evaluation leaves the tree as it was
+    check_evaluation(ev.actions, ev.priors, ev.num_actions, ev.value, ev.player, ev.terminal, ev.wdl, cfg_);
     node->player = static_cast<uint8_t>(ev.player);
     node->state_slot = req.dest_slot;
     if (ev.terminal) {
       node->terminal_value = ev.value;
       node->flags.store(kTerminal, std::memory_order_release);
     } else {
-      if (ev.num_actions < 1)
-        throw std::invalid_argument("evaluator: a non-terminal state with no legal action");
-      if (ev.num_actions > 0xFFFF) throw std::invalid_argument("evaluator: more than 65535 legal actions");
-      for (int32_t i = 0; i < ev.num_actions; ++i)
-        if (!std::isfinite(ev.priors[i]) || ev.priors[i] < 0)
-          throw std::invalid_argument("evaluator prior is negative or not finite");
       Node* kids = pools_[active_].allocate(static_cast<size_t>(ev.num_actions));
       for (int32_t i = 0; i < ev.num_actions; ++i) kids[i].init(node, ev.actions[i], ev.priors[i]);
       node->children = kids;
@@ -173,9 +246,6 @@ class GameTree {
       node->flags.store(kExpanded, std::memory_order_release);
     }
     if (ev.wdl != nullptr) {
-      for (int i = 0; i < 3; ++i)
-        if (!std::isfinite(ev.wdl[i]) || ev.wdl[i] < 0)
-          throw std::invalid_argument("evaluator WDL is negative or not finite");
       with_wdl_ = true;
       // a terminal state's WDL is its outcome, whatever the head said
       add_root_wdl(ev.terminal ? outcome_wdl(ev.value).data() : ev.wdl, ev.player);
@@ -192,6 +262,7 @@ class GameTree {
   // alphazero-chess.md §5.10): max_q + log(sum exp(beta (q - max_q))) / beta over the visited
   // children, q = clamp(mean + beta/2 var); 0 when beta is 0 or no child was visited.
   double soft_value(double beta) const {
+    if (!std::isfinite(beta)) throw std::invalid_argument("soft_value: beta must be finite");
     if (!root_ready() || beta == 0.0) return 0.0;
     std::vector<double> qs;
     for (int32_t i = 0; i < root_->num_children; ++i) {
@@ -214,9 +285,13 @@ class GameTree {
   // Dirichlet noise over the root's legal children: P' = (1 - eps) P + eps * eta.
   void add_root_noise(const double* eta, int32_t n, double fraction) {
     if (!root_ready()) throw std::logic_error("add_root_noise: the root is not expanded");
+    if (!(fraction >= 0 && fraction <= 1)) throw std::invalid_argument("noise fraction must be in [0, 1]");
     if (n != root_->num_children)
       throw std::invalid_argument("noise length " + std::to_string(n) + " != legal actions " +
                                   std::to_string(root_->num_children));
+    for (int32_t i = 0; i < n; ++i)
+      if (!(eta[i] >= 0) || !std::isfinite(eta[i]))  // a negative or NaN prior breaks selection
+        throw std::invalid_argument("root noise must be finite and >= 0, got " + fmt_num(eta[i]));
     for (int32_t i = 0; i < n; ++i) {
       Node& c = root_->children[i];
       c.prior = static_cast<float>((1.0 - fraction) * c.prior + fraction * eta[i]);

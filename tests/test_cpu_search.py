@@ -466,3 +466,96 @@ def test_the_most_visited_move_is_drawn_among_ties():
     assert picks == {0, 1, 2, 3}
     with pytest.raises(ValueError, match="temperature"):
         tree.choose_action(-1.0, 0)
+
+
+# ------------------------------------------------- corrupt evaluator output (issue 32, item 2) --
+def _fixed_evaluator(value=0.5, actions=(0, 1), player=0, dtype=np.int32):
+    """Every state: the same legal actions (uniform priors), value and player."""
+    def evaluate(parent, action, dest):
+        b = len(parent)
+        acts = np.tile(np.asarray(actions, dtype), (b, 1))
+        pri = np.full(acts.shape, 1.0 / len(actions), np.float32)
+        return (acts, pri, np.full(b, value, np.float32), np.full(b, player, np.int32),
+                np.zeros(b, bool))
+    return evaluate
+
+
+@pytest.mark.parametrize("evaluator,msg", [
+    # 1e30 overflowed the fixed-point sums (root value -8.4e13 before)
+    (_fixed_evaluator(value=1e30), r"evaluator value 1e\+30 is outside q_bounds \[-1, 1\]"),
+    (_fixed_evaluator(value=1.5), r"value 1.5 is outside q_bounds"),
+    (_fixed_evaluator(actions=(1, 1)), "action id 1 appears twice"),
+    (_fixed_evaluator(actions=(3, 1, 3)), "action id 3 appears twice"),
+    (_fixed_evaluator(actions=(-7, 1)), r"action id -7 is out of range \[0, 7\)"),
+    (_fixed_evaluator(actions=(0, 7)), r"action id 7 is out of range \[0, 7\)"),
+    (_fixed_evaluator(player=7), "player 7 is out of range for 2 players"),
+    (_fixed_evaluator(player=-2), "player -2 is out of range"),
+    (_fixed_evaluator(actions=(0.0, 1.7), dtype=np.float32), "actions must be integers"),
+], ids=["1e30", "1.5", "duplicate", "duplicate-unsorted", "id-7", "id-past-end", "player7",
+        "player-2", "float-ids"])
+def test_corrupt_evaluations_are_refused_with_one_line(evaluator, msg):
+    tree = SearchTree(CPUSearchConfig(dirichlet_fraction=0.0), num_actions=NUM_ACTIONS)
+    with pytest.raises(ValueError, match=msg) as err:
+        tree.start(evaluator)
+        tree.simulate(evaluator, 10)
+    assert "\n" not in str(err.value)
+
+
+def test_player_range_follows_num_players():
+    one = SearchTree(CPUSearchConfig(dirichlet_fraction=0.0), num_players=1)
+    with pytest.raises(ValueError, match="player 1 is out of range for 1 players"):
+        one.start(_fixed_evaluator(player=1))
+    with pytest.raises(ValueError, match="num_players must be an integer >= 1 and <= 2"):
+        SearchTree(num_players=3)
+
+
+def test_sums_at_the_value_extremes_are_exact():
+    """Values on the widest bounds the tree takes (+-MAX_ABS_VALUE) sum exactly in the
+    fixed-point nodes (the visit-count extreme, 2^31 - 1 visits, is in cpp/tests); wider
+    bounds and values past the bounds are refused."""
+    from turbozero.search.cpu import MAX_ABS_VALUE
+
+    assert MAX_ABS_VALUE == ext.MAX_ABS_VALUE
+    cfg = CPUSearchConfig(q_bounds=(-MAX_ABS_VALUE, MAX_ABS_VALUE), dirichlet_fraction=0.0)
+    tree = SearchTree(cfg, num_players=1)
+    top = _fixed_evaluator(value=MAX_ABS_VALUE, actions=(0, 1, 2))
+    tree.start(top)
+    tree.simulate(top, 300, leaves_per_step=4)
+    d = tree.dump()
+    assert tree.root().value == MAX_ABS_VALUE
+    np.testing.assert_array_equal(d["value_sum"], d["visits"].astype(np.int64) * to_fixed(256.0))
+    np.testing.assert_array_equal(d["value_sq_sum"],
+                                  d["visits"].astype(np.int64) * to_fixed(256.0 ** 2))
+    with pytest.raises(ValueError, match="outside q_bounds"):
+        SearchTree(cfg, num_players=1).start(_fixed_evaluator(value=-MAX_ABS_VALUE - 0.5))
+    with pytest.raises(ValueError, match=r"q_bounds must be .* within \[-256, 256\]"):
+        CPUSearchConfig(q_bounds=(-1.0, 1e6))
+
+
+@pytest.mark.parametrize("kwargs,field", [
+    (dict(c_puct=float("inf")), "c_puct"), (dict(c_puct=float("nan")), "c_puct"),
+    (dict(fpu_base=float("nan")), "fpu_base"), (dict(risk_beta=float("inf")), "risk_beta"),
+    (dict(q_bounds=(-1.0, float("nan"))), "q_bounds"),
+    (dict(dirichlet_alpha=float("inf")), "dirichlet_alpha"),
+    (dict(dirichlet_fraction=float("nan")), "dirichlet_fraction"),
+])
+def test_search_config_refuses_non_finite_numbers(kwargs, field):
+    with pytest.raises(ValueError, match=f"^{field} must be"):
+        CPUSearchConfig(**kwargs)
+
+
+def test_tree_arguments_are_checked():
+    tree = SearchTree(CPUSearchConfig(dirichlet_fraction=0.0))
+    ev = _fixed_evaluator()
+    tree.start(ev)
+    tree.simulate(ev, 4)
+    with pytest.raises(ValueError, match="temperature must be a finite number >= 0, got nan"):
+        tree.choose_action(float("nan"), 0)
+    with pytest.raises(ValueError, match="root noise must be finite and >= 0"):
+        tree.add_root_noise(np.array([-0.5, 1.5]), 0.25)
+    with pytest.raises(ValueError, match="root noise must be finite"):
+        tree.add_root_noise(np.array([np.nan, 1.0]), 0.25)
+    with pytest.raises(ValueError, match="beta must be a finite number"):
+        tree.soft_value(float("nan"))
+    with pytest.raises(ValueError, match="num_simulations must be an integer >= 0"):
+        tree.simulate(ev, 2.5)

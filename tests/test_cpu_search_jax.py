@@ -7,6 +7,8 @@ alike."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -322,3 +324,59 @@ def test_self_play_records_root_wdl_and_soft_value_into_the_replay(game, wdl_net
         seat_values = jax.device_get(buffer.search_values)[g, :len(rows)]
         mover = out.player[rows]
         np.testing.assert_allclose(seat_values[np.arange(len(rows)), mover], out.root_value[rows])
+
+
+def test_a_stalled_root_wait_is_retried_and_plays_the_same_games(game, pool_evaluator):
+    """alphazero-chess.md §6.6, root evaluation with retry: the evaluating thread sleeps past
+    `root_wait_s` once, on the batch of every game's first state. The worker flushes the late
+    results and submits its requests again instead of raising, and the games are the ones a
+    run without the stall plays (1 worker: the same search, visit for visit)."""
+    import time
+
+    env, net, *_ = game
+    cfg = CPUSelfPlayConfig(search=CPUSearchConfig(), num_workers=1, num_games=4,
+                            num_simulations=16, temperature_moves=2, batch_tiers=(4, 8),
+                            seed=11, timeout_s=60, root_wait_s=0.2, root_eval_retries=3)
+    key = jax.random.PRNGKey(3)
+    want = cpu_self_play(env, net, None, cfg, key, pool_evaluator=pool_evaluator)
+    stalls = []
+
+    def stalled(pool, params, parent, action, dest):
+        out = pool_evaluator(pool, params, parent, action, dest)
+        if not stalls:
+            jax.block_until_ready(out)
+            time.sleep(0.5)
+            stalls.append(len(parent))
+        return out
+
+    got = cpu_self_play(env, net, None, cfg, key, pool_evaluator=stalled)
+    assert stalls
+    assert got.stats["root_retries"] >= 1
+    np.testing.assert_array_equal(got.game, want.game)
+    np.testing.assert_array_equal(got.action, want.action)
+    np.testing.assert_array_equal(got.policy, want.policy)
+    np.testing.assert_array_equal(got.root_value, want.root_value)
+    # with no retry left the stalled wait raises, as it did before (after timeout_s)
+    with pytest.raises(TimeoutError, match="within the timeout"):
+        stalls.clear()
+        cpu_self_play(env, net, None, dataclasses.replace(cfg, timeout_s=0.2,
+                                                          root_eval_retries=0),
+                      key, pool_evaluator=stalled)
+
+
+@pytest.mark.parametrize("kwargs,field", [
+    (dict(num_games=2.5), "num_games must be an integer >= 1"),
+    (dict(num_simulations="8"), "num_simulations must be an integer"),
+    (dict(num_workers=True), "num_workers must be an integer"),
+    (dict(temperature=float("nan")), "temperature must be a finite number >= 0"),
+    (dict(timeout_s=float("inf")), "timeout_s must be a finite number > 0"),
+    (dict(root_wait_s=0.0), "root_wait_s must be a finite number > 0"),
+    (dict(root_eval_retries=-1), "root_eval_retries must be an integer >= 0"),
+    (dict(batch_tiers=(4, 8.5)), "batch_tiers entry must be an integer"),
+    (dict(slots_per_game=2**40), "slots_per_game must be an integer >= 2 and <= 2147483647"),
+])
+def test_self_play_config_fields_are_checked_in_one_line(kwargs, field):
+    # num_games=2.5 was a multi-line TypeError from the binding, at the first iteration
+    with pytest.raises(ValueError, match=f"^{field}") as err:
+        CPUSelfPlayConfig(**kwargs)
+    assert "\n" not in str(err.value)

@@ -1,6 +1,8 @@
 // Plain C++ unit tests of the CPU search path (no Python), built with -DTZ_BUILD_CPP_TESTS=ON.
 // tests/test_cpu_search_sanitizers.py builds them with AddressSanitizer+UBSan and with
 // ThreadSanitizer and runs them; the closing line is "N passed, N failed".
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -139,7 +141,82 @@ void test_stress() {
   CHECK(r.delivered == r.expected);
 }
 
-void coordinator_games(int32_t slots_per_game) {
+template <class E, class F>
+bool throws(F f) {
+  try {
+    f();
+  } catch (const E&) {
+    return true;
+  }
+  return false;
+}
+
+// Corrupt evaluations are refused before the tree changes: a value outside q_bounds or not
+// finite, a player out of range, an action id out of range or twice in one state.
+void test_refused_evaluations() {
+  tz::SearchConfig cfg;
+  cfg.num_actions = 9;
+  tz::GameTree tree(cfg, 64, 4, 0, 64);
+  tz::LeafRequest root = tree.new_root();
+  const float ok_pri[2] = {0.5f, 0.5f};
+  auto eval = [&](std::vector<int32_t> acts, float value, int32_t player) {
+    tz::Evaluation ev{acts.data(), ok_pri, 2, value, player, false};
+    tree.complete(root, ev);
+  };
+  CHECK(throws<std::invalid_argument>([&] { eval({0, 1}, 1e30f, 0); }));
+  CHECK(throws<std::invalid_argument>([&] { eval({0, 1}, 1.5f, 0); }));
+  CHECK(throws<std::invalid_argument>([&] { eval({0, 1}, std::nanf(""), 0); }));
+  CHECK(throws<std::invalid_argument>([&] { eval({0, 1}, 0.5f, 7); }));
+  CHECK(throws<std::invalid_argument>([&] { eval({0, 1}, 0.5f, -1); }));
+  CHECK(throws<std::invalid_argument>([&] { eval({-7, 1}, 0.5f, 0); }));
+  CHECK(throws<std::invalid_argument>([&] { eval({0, 9}, 0.5f, 0); }));
+  CHECK(throws<std::invalid_argument>([&] { eval({3, 3}, 0.5f, 0); }));
+  CHECK(!tree.root_ready());  // nothing was written
+  CHECK(tree.root()->visits.load() == 0);
+  eval({3, 1}, 1.0f, 1);  // ids in any order, a value on the bound
+  CHECK(tree.root_ready());
+  CHECK(tree.root()->num_children == 2);
+}
+
+// The fixed-point sums at the extremes: values of +-kMaxAbsValue on a root with kMaxVisits - 1
+// visits sum exactly, and the root then refuses one more simulation.
+void test_sums_at_the_extremes() {
+  tz::SearchConfig cfg;
+  cfg.q_low = -tz::kMaxAbsValue;
+  cfg.q_high = tz::kMaxAbsValue;
+  tz::GameTree tree(cfg, 64, 4, 0, 64);
+  tz::LeafRequest req = tree.new_root();
+  const int32_t one_action[1] = {0};
+  const float one_prior[1] = {1.0f};
+  tree.complete(req, tz::Evaluation{one_action, one_prior, 1, static_cast<float>(tz::kMaxAbsValue), 0, false});
+  tz::Node* root = tree.root();
+  tz::Node* child = &root->children[0];
+  const int64_t low = tz::to_fixed(-tz::kMaxAbsValue);  // the root's mover loses by the most
+  const int64_t sq = tz::to_fixed(tz::kMaxAbsValue * tz::kMaxAbsValue);
+  const uint64_t n0 = tz::kMaxVisits - 1;
+  root->visits.store(static_cast<uint32_t>(n0));
+  root->value_sum.store(static_cast<int64_t>(n0) * low);
+  root->value_sq_sum.store(static_cast<int64_t>(n0) * sq);
+  child->visits.store(static_cast<uint32_t>(n0 - 1));
+  child->value_sum.store(static_cast<int64_t>(n0 - 1) * low);
+  child->value_sq_sum.store(static_cast<int64_t>(n0 - 1) * sq);
+  CHECK(tree.select(&req) == tz::Selected::kLeaf);
+  // the child's mover (player 1) wins by the most: -kMaxAbsValue for the root's mover
+  tree.complete(req, tz::Evaluation{one_action, one_prior, 1, static_cast<float>(tz::kMaxAbsValue), 1, false});
+  CHECK(root->visits.load() == tz::kMaxVisits);
+  CHECK(root->value_sum.load() == static_cast<int64_t>(tz::kMaxVisits) * low);
+  CHECK(root->value_sq_sum.load() == static_cast<int64_t>(tz::kMaxVisits) * sq);
+  CHECK(child->value_sum.load() == static_cast<int64_t>(tz::kMaxVisits - 1) * low);
+  CHECK(root->mean() == -tz::kMaxAbsValue);
+  CHECK(throws<std::overflow_error>([&] { tree.select(&req); }));
+  tz::SearchConfig wide = cfg;
+  wide.q_high = 2 * tz::kMaxAbsValue;
+  CHECK(throws<std::invalid_argument>([&] { wide.validate(); }));
+}
+
+// stall_first_batch: the evaluating thread sleeps past root_wait_s on its first batch (every
+// game's root), then answers it late: the workers flush it and submit the requests again.
+void coordinator_games(int32_t slots_per_game, bool stall_first_batch = false) {
   tz::CoordinatorConfig cfg;
   cfg.num_workers = 3;
   cfg.num_games = 5;
@@ -151,13 +228,18 @@ void coordinator_games(int32_t slots_per_game) {
   cfg.slots_per_game = slots_per_game;
   cfg.queue_capacity = 16;
   cfg.timeout_s = 60;
+  // short only where the test stalls: a slow sanitizer build must not retry the others
+  cfg.root_wait_s = stall_first_batch ? 0.05 : 2.0;
   tz::Coordinator c(cfg);
   std::vector<int64_t> states(c.num_state_slots(), -1);
   c.start();
   std::vector<tz::Request> batch(16);
+  bool stall = stall_first_batch;
   while (!c.finished()) {
     int32_t n = c.queue().collect(batch.data(), 16, 0.01);
     if (n == 0) continue;
+    if (stall) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    stall = false;
     const int k = 6;
     std::vector<int32_t> actions(n * k, tz::kNoAction);
     std::vector<float> priors(n * k, 0.0f), value(n);
@@ -186,11 +268,13 @@ void coordinator_games(int32_t slots_per_game) {
       CHECK(total >= static_cast<uint64_t>(cfg.num_simulations));
     }
   }
+  CHECK(stall_first_batch == (c.stats().root_retries.load() > 0));
 }
 
 void test_coordinator() { coordinator_games(256); }
 // 40 slots < kept subtree + 24 simulations: moves start afresh from the played child's state
 void test_coordinator_without_reuse() { coordinator_games(40); }
+void test_coordinator_retries_a_stalled_root_wait() { coordinator_games(256, true); }
 
 }  // namespace
 
@@ -200,6 +284,9 @@ int main() {
   run("stress_queue", test_stress);
   run("coordinator", test_coordinator);
   run("coordinator_without_reuse", test_coordinator_without_reuse);
+  run("coordinator_retries_a_stalled_root_wait", test_coordinator_retries_a_stalled_root_wait);
+  run("refused_evaluations", test_refused_evaluations);
+  run("sums_at_the_extremes", test_sums_at_the_extremes);
   std::printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
 }

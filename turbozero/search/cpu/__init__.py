@@ -12,6 +12,7 @@ from turbozero.search.cpu._ext import (
     require_extension,
 )
 from turbozero.search.cpu.tree import (
+    MAX_ABS_VALUE,
     NEW_GAME,
     NO_ACTION,
     NO_STATE_SLOT,
@@ -23,7 +24,7 @@ from turbozero.search.cpu.tree import (
 )
 
 __all__ = [
-    "CPUSearchConfig", "CPUSearchUnavailable", "Evaluation", "NEW_GAME", "NO_ACTION",
+    "CPUSearchConfig", "CPUSearchUnavailable", "Evaluation", "MAX_ABS_VALUE", "NEW_GAME", "NO_ACTION",
     "NO_STATE_SLOT", "RootStats", "SearchTree", "checked_evaluation", "cpu_search_available",
     "load_extension", "require_extension",
 ]

@@ -24,6 +24,7 @@ import numpy as np
 from turbozero.search.cpu._ext import require_extension
 from turbozero.search.cpu.tree import NEW_GAME, NO_ACTION, CPUSearchConfig
 from turbozero.search.tree import pack_actions
+from turbozero.validation import check_int, check_real
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,7 +33,10 @@ class CPUSelfPlayConfig:
     simulations per move (the played child's subtree is kept), leaves_per_step leaves per game
     per round (virtual loss between them); temperature for the first temperature_moves moves
     then the most visited move; max_moves cuts a game (a draw). batch_tiers: the compiled
-    batch sizes (the largest is the most requests one evaluator call takes)."""
+    batch sizes (the largest is the most requests one evaluator call takes). A worker round
+    that carries a root evaluation waits root_wait_s for it and retries a stalled wait
+    root_eval_retries times (alphazero-chess.md §6.6) before a last wait of timeout_s;
+    timeout_s bounds every other wait."""
 
     search: CPUSearchConfig = CPUSearchConfig()
     num_workers: int = 1
@@ -48,23 +52,31 @@ class CPUSelfPlayConfig:
     batch_tiers: tuple[int, ...] = (8, 32, 128)
     timeout_s: float = 300.0
     seed: int = 0
+    root_wait_s: float = 2.0
+    root_eval_retries: int = 3
 
     def __post_init__(self) -> None:
+        if not isinstance(self.search, CPUSearchConfig):
+            raise ValueError(f"search must be a CPUSearchConfig, got {self.search!r}")
+        # the C++ fields are int32: a larger count would wrap in the binding
+        int32 = 2**31 - 1
         for name in ("num_workers", "num_games", "num_simulations", "leaves_per_step",
-                     "max_moves"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.temperature < 0:
-            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
-        if self.temperature_moves < 0:
-            raise ValueError(f"temperature_moves must be >= 0, got {self.temperature_moves}")
-        if self.slots_per_game is not None and self.slots_per_game < 2:
-            raise ValueError(f"slots_per_game must be >= 2, got {self.slots_per_game}")
-        if not self.batch_tiers or any(t < 1 for t in self.batch_tiers) or \
-                list(self.batch_tiers) != sorted(set(self.batch_tiers)):
-            raise ValueError(f"batch_tiers must be increasing sizes >= 1, got {self.batch_tiers}")
-        if not self.timeout_s > 0:
-            raise ValueError(f"timeout_s must be > 0, got {self.timeout_s}")
+                     "max_moves", "nodes_per_block", "max_blocks"):
+            check_int(name, getattr(self, name), minimum=1, maximum=int32)
+        check_int("temperature_moves", self.temperature_moves, minimum=0, maximum=int32)
+        check_int("slots_per_game", self.slots_per_game, minimum=2, maximum=int32, optional=True)
+        check_int("root_eval_retries", self.root_eval_retries, minimum=0, maximum=int32)
+        check_int("seed", self.seed, minimum=0, maximum=2**64 - 1)
+        check_real("temperature", self.temperature, minimum=0)
+        check_real("timeout_s", self.timeout_s, above=0)
+        check_real("root_wait_s", self.root_wait_s, above=0)
+        tiers = self.batch_tiers
+        if not isinstance(tiers, (tuple, list)) or not tiers:
+            raise ValueError(f"batch_tiers must be increasing sizes >= 1, got {tiers!r}")
+        for t in tiers:
+            check_int("batch_tiers entry", t, minimum=1, maximum=int32)
+        if list(tiers) != sorted(set(tiers)):
+            raise ValueError(f"batch_tiers must be increasing sizes >= 1, got {tiers!r}")
 
     @property
     def state_slots_per_game(self) -> int:
@@ -72,10 +84,12 @@ class CPUSelfPlayConfig:
             return self.slots_per_game
         return 4 * (self.num_simulations + self.leaves_per_step + 1)
 
-    def to_native(self):
+    def to_native(self, *, num_players: int = 2, num_actions: Optional[int] = None):
+        """The C++ config (num_players, num_actions: what the evaluator's players and action
+        ids must lie in, `CPUSearchConfig.to_native`)."""
         ext = require_extension()
         c = ext.CoordinatorConfig()
-        c.search = self.search.to_native()
+        c.search = self.search.to_native(num_players=num_players, num_actions=num_actions)
         c.num_workers = self.num_workers
         c.num_games = self.num_games
         c.num_simulations = self.num_simulations
@@ -89,6 +103,8 @@ class CPUSelfPlayConfig:
         per_worker = -(-self.num_games // self.num_workers)
         c.queue_capacity = max(per_worker * self.leaves_per_step, self.batch_tiers[-1])
         c.timeout_s = float(self.timeout_s)
+        c.root_wait_s = float(self.root_wait_s)
+        c.root_eval_retries = self.root_eval_retries
         c.seed = self.seed
         c.validate()
         return c
@@ -222,7 +238,7 @@ def cpu_self_play(env, evaluator, params, config: CPUSelfPlayConfig, key: jax.Ar
         raise ValueError(f"{env.id}: the CPU path searches deterministic turn-based games")
     if env.num_players > 2:
         raise ValueError(f"{env.id}: the CPU path backs up one zero-sum value (<= 2 players)")
-    native = config.to_native()
+    native = config.to_native(num_players=env.num_players, num_actions=env.num_actions)
     if seat_betas is not None:
         betas = np.asarray(seat_betas, np.float64)
         if betas.shape != (config.num_games, 2):

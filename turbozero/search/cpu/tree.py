@@ -15,11 +15,15 @@ from typing import Callable, NamedTuple, Optional
 import numpy as np
 
 from turbozero.search.cpu._ext import require_extension
+from turbozero.validation import check_bounds, check_int, check_real
 
 # Named sentinels, equal to the extension's (checked by tests/test_cpu_search.py).
 NO_ACTION = -1  # padding of an evaluator's action rows; the root's action
 NO_STATE_SLOT = -1
 NEW_GAME = -2  # parent_slot of a request for a fresh game's first state
+# The largest |value| the C++ tree takes (q_bounds lie within it): its fixed-point sums cannot
+# overflow below it (cpp/node_pool.hpp, kMaxAbsValue)
+MAX_ABS_VALUE = 256.0
 
 
 class Evaluation(NamedTuple):
@@ -55,18 +59,13 @@ class CPUSearchConfig:
     dirichlet_fraction: float = 0.25
 
     def __post_init__(self) -> None:
-        if not self.c_puct > 0:
-            raise ValueError(f"c_puct must be > 0, got {self.c_puct}")
-        if not self.fpu_base >= 0:
-            raise ValueError(f"fpu_base must be >= 0, got {self.fpu_base}")
-        if not np.isfinite(self.risk_beta):
-            raise ValueError(f"risk_beta must be finite, got {self.risk_beta}")
-        if len(self.q_bounds) != 2 or not self.q_bounds[0] < self.q_bounds[1]:
-            raise ValueError(f"q_bounds must be (low, high) with low < high, got {self.q_bounds}")
-        if not self.dirichlet_alpha > 0:
-            raise ValueError(f"dirichlet_alpha must be > 0, got {self.dirichlet_alpha}")
-        if not 0.0 <= self.dirichlet_fraction <= 1.0:
-            raise ValueError(f"dirichlet_fraction must be in [0, 1], got {self.dirichlet_fraction}")
+        check_real("c_puct", self.c_puct, above=0)
+        check_real("fpu_base", self.fpu_base, minimum=0)
+        check_real("risk_beta", self.risk_beta)
+        # the C++ sums are overflow-free for values within MAX_ABS_VALUE (cpp/node_pool.hpp)
+        check_bounds("q_bounds", self.q_bounds, limit=MAX_ABS_VALUE)
+        check_real("dirichlet_alpha", self.dirichlet_alpha, above=0)
+        check_real("dirichlet_fraction", self.dirichlet_fraction, minimum=0, maximum=1)
 
     @classmethod
     def from_jax(cls, selection, root) -> "CPUSearchConfig":
@@ -76,9 +75,16 @@ class CPUSearchConfig:
                    dirichlet_alpha=root.dirichlet_alpha,
                    dirichlet_fraction=root.dirichlet_fraction)
 
-    def to_native(self):
+    def to_native(self, *, num_players: int = 2, num_actions: Optional[int] = None):
+        """The C++ config; the evaluator's players must lie in [0, num_players) and its action
+        ids in [0, num_actions) (None: any id >= 0)."""
         ext = require_extension()
+        check_int("num_players", num_players, minimum=1, maximum=2)
+        check_int("num_actions", num_actions, minimum=1, maximum=2**31 - 1, optional=True)
         c = ext.SearchConfig()
+        c.num_players = int(num_players)
+        if num_actions is not None:
+            c.num_actions = int(num_actions)
         c.c_puct = float(self.c_puct)
         c.fpu_base = float(self.fpu_base)
         c.risk_beta = float(self.risk_beta)
@@ -109,6 +115,12 @@ def checked_evaluation(result, num_requests: int) -> Evaluation:
     for name, a in (("value", value), ("player", player), ("terminal", terminal)):
         if a.shape != (num_requests,):
             raise ValueError(f"evaluator {name} must be [B={num_requests}], got {a.shape}")
+    for name, a in (("actions", actions), ("player", player)):
+        # a float id would be truncated to another action, a wide one wrapped by int32
+        if not np.issubdtype(a.dtype, np.integer):
+            raise ValueError(f"evaluator {name} must be integers, got dtype {a.dtype}")
+        if a.size and (a.min() < np.iinfo(np.int32).min or a.max() > np.iinfo(np.int32).max):
+            raise ValueError(f"evaluator {name} must fit int32, got {a.min()}..{a.max()}")
     if not np.all(np.isfinite(value)):
         raise ValueError("evaluator value has non-finite entries")
     legal = actions != NO_ACTION
@@ -146,19 +158,22 @@ class SearchTree:
     nodes_per_block, max_blocks: the pool (one block of nodes must hold the most legal actions
     of a state); num_slots: the state slots this tree hands out (one per evaluated node).
     Running out of nodes or slots raises `PoolExhaustedError` (a MemoryError).
+    num_players (1 or 2), num_actions (None: unbounded): the evaluator's players must lie in
+    [0, num_players) and its action ids in [0, num_actions), distinct within a state; its
+    values within `config.q_bounds`. Anything else raises a ValueError naming it.
     """
 
     def __init__(self, config: CPUSearchConfig = CPUSearchConfig(), *, nodes_per_block: int = 16384,
-                 max_blocks: int = 64, num_slots: int = 4096):
+                 max_blocks: int = 64, num_slots: int = 4096, num_players: int = 2,
+                 num_actions: Optional[int] = None):
         ext = require_extension()
-        if nodes_per_block < 2:
-            raise ValueError(f"nodes_per_block must be >= 2, got {nodes_per_block}")
-        if max_blocks < 1:
-            raise ValueError(f"max_blocks must be >= 1, got {max_blocks}")
-        if num_slots < 2:
-            raise ValueError(f"num_slots must be >= 2, got {num_slots}")
+        check_int("nodes_per_block", nodes_per_block, minimum=2)
+        check_int("max_blocks", max_blocks, minimum=1)
+        check_int("num_slots", num_slots, minimum=2, maximum=2**31 - 1)
         self.config = config
-        self._tree = ext.SearchTree(config.to_native(), nodes_per_block, max_blocks, num_slots)
+        self._tree = ext.SearchTree(
+            config.to_native(num_players=num_players, num_actions=num_actions),
+            nodes_per_block, max_blocks, num_slots)
 
     def start(self, evaluate: Evaluator, parent_slot: int = NEW_GAME,
               action: int = NO_ACTION) -> None:
@@ -169,18 +184,18 @@ class SearchTree:
                  leaves_per_step: int = 1) -> int:
         """Run num_simulations simulations, up to leaves_per_step leaves per evaluator call
         (virtual loss between them). Returns the number of selection collisions."""
-        if num_simulations < 0:
-            raise ValueError(f"num_simulations must be >= 0, got {num_simulations}")
-        if leaves_per_step < 1:
-            raise ValueError(f"leaves_per_step must be >= 1, got {leaves_per_step}")
+        check_int("num_simulations", num_simulations, minimum=0, maximum=2**31 - 1)
+        check_int("leaves_per_step", leaves_per_step, minimum=1, maximum=2**31 - 1)
         return self._tree.simulate(_checked(evaluate), num_simulations, leaves_per_step)
 
     def add_root_noise(self, eta: np.ndarray, fraction: float) -> None:
         """Root priors become `(1 - fraction) P + fraction * eta` (eta over the root's legal
         actions, in `root().actions` order)."""
-        if not 0.0 <= fraction <= 1.0:
-            raise ValueError(f"fraction must be in [0, 1], got {fraction}")
-        self._tree.add_root_noise(np.ascontiguousarray(eta, np.float64), float(fraction))
+        check_real("fraction", fraction, minimum=0, maximum=1)
+        eta = np.ascontiguousarray(eta, np.float64)
+        if eta.ndim != 1:
+            raise ValueError(f"eta must be one number per legal root action, got shape {eta.shape}")
+        self._tree.add_root_noise(eta, float(fraction))
 
     def add_dirichlet_noise(self, rng: np.random.Generator) -> np.ndarray:
         """Dirichlet(config.dirichlet_alpha) over the root's legal actions, mixed in with
@@ -200,13 +215,14 @@ class SearchTree:
     def set_seat_betas(self, beta0: float, beta1: float) -> None:
         """Per-seat entropic-risk betas: selection at a node uses the beta of its mover (the JAX
         kernel's `risk_beta[B, P]`); both default to `config.risk_beta`."""
-        if not (np.isfinite(beta0) and np.isfinite(beta1)):
-            raise ValueError(f"seat betas must be finite, got {beta0}, {beta1}")
+        check_real("beta0", beta0)
+        check_real("beta1", beta1)
         self._tree.set_seat_betas(float(beta0), float(beta1))
 
     def soft_value(self, beta: float) -> float:
         """The root's LogSumExp soft value for its mover at `beta` (the JAX kernel's
         `risk_value`, docs/search.md): 0 at beta 0."""
+        check_real("beta", beta)
         return float(self._tree.soft_value(float(beta)))
 
     def dump(self) -> dict:
@@ -217,8 +233,8 @@ class SearchTree:
     def choose_action(self, temperature: float, seed: int) -> int:
         """The root action the self-play workers play at `temperature` (0: the most visited,
         ties drawn uniformly; else visits^(1/tau)), drawn with `seed`."""
-        if temperature < 0:
-            raise ValueError(f"temperature must be >= 0, got {temperature}")
+        check_real("temperature", temperature, minimum=0)
+        check_int("seed", seed, minimum=0, maximum=2**64 - 1)
         return int(self._tree.choose_action(float(temperature), int(seed)))
 
     def advance(self, action: int) -> None:

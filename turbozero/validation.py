@@ -1,0 +1,84 @@
+"""Field checks for configuration dataclasses: one-line `ValueError` naming the field.
+
+A config is checked when it is built (`__post_init__`), so a bad value fails where it was
+written, not deep inside a jitted call or the C++ binding. Two rules cover most fields:
+
+* an integer field holds an integer (`2.5`, `"32"` and `True` are refused: a float count would
+  be truncated somewhere or rejected by the C++ binding with a multi-line TypeError, a string
+  fails a comparison with "'<' not supported");
+* a real field holds a finite number (NaN passes every `x < 0` check and infinity most range
+  checks, and either one then trains quietly into NaN).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any, Optional
+
+
+def _bounds(minimum, maximum, above) -> str:
+    parts = []
+    if above is not None:
+        parts.append(f"> {above}")
+    elif minimum is not None:
+        parts.append(f">= {minimum}")
+    if maximum is not None:
+        parts.append(f"<= {maximum}")
+    return " and ".join(parts)
+
+
+def check_int(name: str, value: Any, *, minimum: Optional[int] = None,
+              maximum: Optional[int] = None, optional: bool = False) -> None:
+    """`value` is an integer (not a bool) within [minimum, maximum]; None too if `optional`."""
+    if value is None and optional:
+        return
+    ok = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if ok and minimum is not None and value < minimum:
+        ok = False
+    if ok and maximum is not None and value > maximum:
+        ok = False
+    if not ok:
+        bounds = _bounds(minimum, maximum, None)
+        none = " or None" if optional else ""
+        raise ValueError(f"{name} must be an integer{' ' + bounds if bounds else ''}{none}, "
+                         f"got {value!r}")
+
+
+def check_real(name: str, value: Any, *, minimum: Optional[float] = None,
+               maximum: Optional[float] = None, above: Optional[float] = None,
+               optional: bool = False) -> None:
+    """`value` is a finite real number (int or float, not a bool) with value >= minimum (or >
+    above) and <= maximum; None too if `optional`."""
+    if value is None and optional:
+        return
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and \
+        math.isfinite(float(value))
+    if ok and above is not None and not value > above:
+        ok = False
+    if ok and minimum is not None and not value >= minimum:
+        ok = False
+    if ok and maximum is not None and not value <= maximum:
+        ok = False
+    if not ok:
+        bounds = _bounds(minimum, maximum, above)
+        none = " or None" if optional else ""
+        raise ValueError(f"{name} must be a finite number{' ' + bounds if bounds else ''}{none}, "
+                         f"got {value!r}")
+
+
+def check_bounds(name: str, value: Any, *, limit: Optional[float] = None) -> None:
+    """`value` is a pair (low, high) of finite numbers with low < high (within [-limit,
+    limit] when given)."""
+    try:
+        low, high = value
+    except (TypeError, ValueError):
+        low = high = None
+    ok = all(isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(float(v))
+             for v in (low, high)) and low < high
+    if ok and limit is not None and not (-limit <= low and high <= limit):
+        ok = False
+    if not ok:
+        within = f" within [-{limit:g}, {limit:g}]" if limit is not None else ""
+        raise ValueError(f"{name} must be (low, high), finite numbers with low < high{within}, "
+                         f"got {value!r}")
