@@ -6,8 +6,19 @@
     mwc = value_outputs_to_equity(probs, match_score=(2, 4, 7)) # match winning chance in [0, 1]
 
 Everything works on any leading batch shape and under `jit`, `vmap` and `grad`.
+
+    from equity import load_bearoff_table, bearoff_value
+    is_bo, v = bearoff_value(load_bearoff_table(), board)  # gnubg's bear-off databases (gnubg-nn)
 """
 
+from equity.bearoff import (
+    BearoffTable,
+    bearoff_index,
+    bearoff_value,
+    flip_value,
+    load_bearoff_table,
+    race_probabilities,
+)
 from equity.met import (
     MAX_MATCH_LENGTH,
     MatchEquityTable,
@@ -31,11 +42,16 @@ from equity.value import (
 )
 
 __all__ = [
+    "BearoffTable",
     "MAX_MATCH_LENGTH",
     "MatchEquityTable",
     "OUTCOME_POINTS",
+    "bearoff_index",
+    "bearoff_value",
     "equity_to_normalized",
+    "flip_value",
     "gnubg_to_value_outputs",
+    "load_bearoff_table",
     "match_equity_table",
     "match_winning_chance",
     "met_lookup",
@@ -45,6 +61,7 @@ __all__ = [
     "normalized_to_equity",
     "outcome_match_winning_chances",
     "outcome_probabilities",
+    "race_probabilities",
     "reward_to_value_targets",
     "value_outputs_to_equity",
     "value_outputs_to_gnubg",
