@@ -235,12 +235,19 @@ def test_run_killed_mid_save_resumes(base_run, tmp_path):
     _assert_same(trainer.state, base_run[2].state)
 
 
-def test_fresh_start_in_a_run_without_checkpoints_starts_its_metrics_afresh(base_run, tmp_path):
+def test_a_run_without_checkpoints_starts_afresh_only_when_overwritten(base_run, tmp_path):
     run_dir = _copy(base_run, tmp_path)  # as if killed before its first checkpoint
     shutil.rmtree(os.path.join(run_dir, "checkpoints"))
     like = base_run[2].state
     with open(os.path.join(run_dir, MARKER), encoding="utf-8") as f:
         marker = json.load(f)
     identity = {k: marker[k] for k in ("game", "network", "config")}
-    RunDirectory(run_dir, identity, like.train_state.params, resume=False, state=like).close()
-    assert read_metrics(os.path.join(run_dir, "metrics.jsonl")) == []
+    metrics = os.path.join(run_dir, "metrics.jsonl")
+    with pytest.raises(ValueError, match="already holds a run .*--overwrite"):
+        RunDirectory(run_dir, identity, like.train_state.params, resume=False, state=like)
+    assert [r["iteration"] for r in read_metrics(metrics)] == [1, 2]  # left as it was
+    with pytest.raises(ValueError, match="cannot resume .*no checkpoints/ directory"):
+        RunDirectory(run_dir, identity, like.train_state.params, resume=True, state=like)
+    RunDirectory(run_dir, identity, like.train_state.params, resume=False, overwrite=True,
+                 state=like).close()
+    assert not os.path.exists(metrics)  # the new run writes its own

@@ -40,7 +40,7 @@ def test_set_parses_each_field_type():
     new = parse_overrides(base, [
         "num_envs=8", "optimizer.learning_rate=3e-3", "search.num_simulations=16",
         "search.algorithm=gumbel", "search.max_depth=none", "eval_opponents=greedy",
-        'network={"extra": 1}', "env_config.max_plies=50",
+        'network={"extra": 1}',
     ])
     assert new["num_envs"] == 8 and new["optimizer"].learning_rate == 3e-3
     assert new["search"] == SearchConfig(num_simulations=16, algorithm="gumbel", max_depth=None)
@@ -48,7 +48,10 @@ def test_set_parses_each_field_type():
     assert new["eval_opponents"] == ("greedy",)
     # dicts merge into the preset's instead of replacing it
     assert new["network"] == {"hidden_sizes": (64, 64), "extra": 1}
-    assert new["env_config"] == (("max_plies", 50),)
+    # env_config holds the env's options (backgammon takes none): chess's ply cap
+    chess = get_preset("chess", "tiny")
+    assert parse_overrides(chess, ["env_config.max_plies=50"])["env_config"] == (
+        ("max_plies", 50),)
     assert parse_overrides(base, ["eval_opponents=random,greedy"])["eval_opponents"] == (
         "random", "greedy")
     assert parse_overrides(base, ["network.hidden_sizes=32,16"])["network"] == {
@@ -90,6 +93,72 @@ def test_set_rejects_values_that_do_not_fit(pair, message):
 def test_set_error_on_the_command_line_is_one_line(capsys):
     assert cli.main(["train", GAME, "--set", "num_envs=abc"]) == 2
     assert _err_line(capsys) == "turbozero: error: --set num_envs: expected an int, got 'abc'"
+
+
+@pytest.mark.parametrize("game, pair, message", [
+    # was: accepted here, then a TypeError traceback from envs.make or a run of another game
+    ("backgammon", "game=chess", "--set game: the game is not a setting: it is the GAME "
+     "argument (turbozero train GAME), and a run keeps the game it was made with"),
+    ("gomoku", "env_config.nosuch=1", "--set env_config.nosuch: gomoku has no option 'nosuch'; "
+     "its options: size, win_length, num_players, view, max_episode_steps, rewards_by_place, "
+     "max_steps"),
+    ("gomoku", 'env_config={"size": 9, "nosuch": 1}', "--set env_config.nosuch: gomoku has no "
+     "option 'nosuch'; its options: size, "),
+    ("gomoku", 'env_config={"size": "big"}', "--set env_config.size: expected an int, got 'big'"),
+    ("gomoku", "env_config.size.x=1", "--set env_config.size.x: env_config.size is one option, "
+     "it has no field 'x'"),
+    ("gomoku", "env_config=9", "--set env_config: expected a JSON object of env options"),
+    ("chess", "env_config.size=9", "--set env_config.size: chess has no option 'size'; its "
+     "options: max_episode_steps, max_plies"),
+    ("gomoku", "search.nosuch=1", "--set search.nosuch: MuZeroConfig has no field 'nosuch'; its "
+     "fields: search, "),
+])
+def test_set_names_unknown_keys_at_every_level(game, pair, message):
+    with pytest.raises(ValueError) as err:
+        parse_overrides(get_preset(game, "tiny"), [pair])
+    assert str(err.value).startswith(message)
+    assert "\n" not in str(err.value)
+
+
+def test_set_merges_a_json_object_into_env_config():
+    """Was: "dictionary update sequence element #0 has length 1"."""
+    base = get_preset("gomoku", "tiny")
+    new = parse_overrides(base, ['env_config={"size": 7, "max_steps": 40}'])["env_config"]
+    assert dict(new) == {**dict(base.env_config), "size": 7, "max_steps": 40}
+    assert dict(parse_overrides(base, ["env_config.view=none"])["env_config"])["view"] is None
+    # an array of pairs, as a run stores env_config, replaces it
+    assert parse_overrides(base, ['env_config=[["size", 7]]'])["env_config"] == (("size", 7),)
+
+
+@pytest.mark.parametrize("game", ["gomoku", "backgammon", "pyrat", GAME, "chess"])
+def test_search_num_simulations_is_one_key_for_every_game(game):
+    """Was: refused for gomoku, whose MuZero search nests them at search.search."""
+    from turbozero.training.algorithms import tree_config
+
+    base = get_preset(game, "tiny")
+    cfg = with_overrides(base, parse_overrides(
+        base, ["search.num_simulations=3", "eval_search.num_simulations=2"]))
+    assert tree_config(cfg.search).num_simulations == 3
+    assert tree_config(cfg.eval_search).num_simulations == 2
+    assert type(cfg.search) is type(base.search)
+
+
+def test_unknown_network_and_env_options_are_one_line_before_anything_is_built(tmp_path, capsys):
+    run_dir = str(tmp_path / "run")
+    argv = ["train", "gomoku", "--run-dir", run_dir, "--set"]
+    assert cli.main(argv + ["network.nosuch=1"]) == 2  # was: a TypeError traceback from flax
+    assert _err_line(capsys) == (
+        "turbozero: error: network: the MuZero network has no option 'nosuch'; its options: "
+        "channels, representation_blocks, dynamics_blocks, prediction_blocks, projection_dim, "
+        "head_hidden, projection_channels")
+    assert cli.main(argv + ["game=chess"]) == 2
+    assert "the game is not a setting" in _err_line(capsys)
+    assert not os.path.exists(run_dir)
+    # from Python: the same check of env_config when the Trainer is built
+    from turbozero.training import Trainer
+
+    with pytest.raises(ValueError, match="env_config: pgx/tic_tac_toe has no option 'size'"):
+        Trainer(get_preset(GAME, "tiny", env_config=(("size", 3),)))
 
 
 def test_changed_search_carries_a_derived_evaluation_search():

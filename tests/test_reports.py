@@ -111,6 +111,13 @@ def test_schedule_warnings():
     assert w(0, (), 5, True, 0, 10) == []  # evaluation turned off on purpose
     assert "saves no checkpoint" in w(5, ("random",), 0, True, 0, 10)[0]
     assert w(50, ("random",), 0, True, 10, 10) == []  # nothing left to run
+    # resumed at 20 to 24 with eval_every=20: was "set eval_every <= 24", which 20 already is
+    (message,) = w(20, ("random",), 5, True, 20, 24)
+    assert message == ("eval_every=20 but this run does iterations 21..24, none a multiple of "
+                       "20: no evaluation happens; set eval_every <= 4 or train on to iteration "
+                       "40 (--iterations 40)")
+    assert "set eval_every <= 10 or train on to iteration 20" in w(20, ("random",), 5, True, 0,
+                                                                   10)[0]
 
 
 class _RecordingBar:

@@ -88,7 +88,7 @@ def test_run_directory_safety(tmp_path, finished_run):
     with pytest.raises(ValueError, match="not created by turbozero"):
         Trainer(_config(), str(foreign))
     assert (foreign / "precious.txt").read_text() == "not ours"
-    with pytest.raises(ValueError, match="already holds checkpoints"):
+    with pytest.raises(ValueError, match="already holds a run of .*: continue it with --resume"):
         Trainer(_config(), run_dir)
     with pytest.raises(ValueError, match="parameter shapes|network"):
         Trainer(_config(network={"hidden_sizes": (16, 16)}), run_dir, resume=True)

@@ -58,6 +58,11 @@ def train_config(args: argparse.Namespace):
     one) with --set / --iterations / --seed applied, each value checked against its field."""
     from turbozero.training.run_config import load_run_config, parse_overrides, with_overrides
 
+    if args.resume and args.overwrite:
+        raise ValueError("--resume and --overwrite exclude each other: --resume continues the "
+                         "run in --run-dir, --overwrite starts it again from iteration 1")
+    if args.overwrite and args.run_dir is None:
+        raise ValueError("--overwrite needs --run-dir DIR, the run to replace")
     if args.resume:
         if args.run_dir is None:
             raise ValueError("--resume needs --run-dir DIR, the run to continue")
@@ -133,7 +138,7 @@ def _train_run(args: argparse.Namespace, primary: bool) -> int:
     run_dir = args.run_dir or os.path.join(
         "runs", f"{args.game.replace('/', '_')}-{preset}-{time.strftime('%Y%m%d-%H%M%S')}"
     )
-    trainer = Trainer(config, run_dir, resume=args.resume)
+    trainer = Trainer(config, run_dir, resume=args.resume, overwrite=args.overwrite)
     if not args.resume and primary:  # the command that made the run; the config is in the marker
         write_json_atomic(os.path.join(trainer.run_dir.path, "cli.json"),
                           {"game": args.game, "preset": preset, "set": args.set or [],
@@ -218,6 +223,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--resume", action="store_true",
                    help="continue the run in --run-dir (which must exist) from its newest "
                    "intact checkpoint, with the config it stored")
+    t.add_argument("--overwrite", action="store_true",
+                   help="replace the run already in --run-dir (its checkpoints, metrics and "
+                   "config) with a new one; without it such a run directory is refused")
     t.add_argument("--iterations", type=int, default=None, help="set num_iterations")
     t.add_argument("--seed", type=int, default=None)
     t.add_argument("--set", action="append", metavar="KEY=VALUE",

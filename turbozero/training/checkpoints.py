@@ -4,7 +4,9 @@ A run directory holds `turbozero_run.json` (the game, network, shapes and full `
 that made it), `checkpoints/<step>/` (orbax) and `metrics.jsonl`. The library refuses to write
 into a non-empty directory without that marker, and refuses to resume a run of another game,
 network or loop-state shape; orbax's `max_to_keep` only ever removes checkpoints inside
-`checkpoints/`, which we created.
+`checkpoints/`, which we created. A run directory is never overwritten by accident: a new run
+into a directory that already holds a run refuses unless told `overwrite=True`, and resuming a
+directory with no checkpoint refuses instead of starting again at iteration 1.
 
 Damage. orbax writes a step into `checkpoints/<step>.orbax-checkpoint-tmp-<time>/` and renames
 it to `checkpoints/<step>/` when every file is written, so a run killed mid-save leaves only a
@@ -13,6 +15,8 @@ marker and metrics are replaced by rename too. A step damaged after the fact (a 
 file, an empty `_METADATA`, a cut manifest: a full disk, a copy that stopped half way) is found
 on restore: it is named in one warning line, set aside into `damaged_checkpoints/`, and the
 newest intact step is restored; if no step is intact, restoring refuses with the reasons.
+Evaluation and resuming judge a step by the same rule (`restore_intact`): its metadata files are
+whole, the arrays read from it read, and the network's variables among them are finite.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import warnings
 from typing import Any, Iterator, Optional
 
 import jax
+import numpy as np
 import orbax.checkpoint as ocp
 
 from turbozero.training import distributed
@@ -177,6 +182,45 @@ def restore_network(manager: ocp.CheckpointManager, step: int, like: Any) -> Any
         iteration=out["iteration"])
 
 
+# the files of a step that every orbax of the pinned range writes and reads as JSON: the
+# step's own metadata (optional: not every version writes it) and the item's tree metadata.
+# orbax's partial restore (`restore_network`, what `turbozero eval` reads) does not need the
+# tree metadata and would use a step without it, which the whole-state restore of a resume
+# calls damaged: both check these files first, so a step is damaged for both or for neither.
+_STEP_JSON = (("_CHECKPOINT_METADATA", False), (os.path.join("default", "_METADATA"), True))
+
+
+def step_damage(directory: str, step: int) -> Optional[str]:
+    """Why the metadata of step `step` in the checkpoint directory `directory` is damaged (a
+    file missing, empty or cut), or None when it is whole."""
+    for name, required in _STEP_JSON:
+        path = os.path.join(directory, str(step), name)
+        if not os.path.exists(path):
+            if required:
+                return f"{name} is missing"
+            continue
+        try:
+            with open(path, encoding="utf-8") as f:
+                json.load(f)
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+            return f"{_reason(err)} (in {name})"
+    return None
+
+
+def nonfinite_variables(state: Any) -> Optional[str]:
+    """The first network variable (parameter or BatchNorm statistic) of a restored loop state
+    that holds a NaN or an infinity, or None. Training from such parameters only spreads them
+    (every step's loss is then non-finite and skipped), so such a step counts as damaged."""
+    ts = state.train_state
+    network = {"params": ts.params, "batch_stats": ts.batch_stats}
+    for path, leaf in jax.tree_util.tree_flatten_with_path(network)[0]:
+        # replicated: every process holds the whole array in its first shard
+        data = leaf.addressable_shards[0].data if isinstance(leaf, jax.Array) else leaf
+        if not np.all(np.isfinite(np.asarray(data))):
+            return jax.tree_util.keystr(path)
+    return None
+
+
 def restore_intact(manager: ocp.CheckpointManager, directory: str, like: Any,
                    restore: Any = _restore_step,
                    ) -> tuple[Optional[Any], Optional[int], dict[int, str]]:
@@ -184,16 +228,28 @@ def restore_intact(manager: ocp.CheckpointManager, directory: str, like: Any,
     (and shardings) of `like`, trying older ones when a step is damaged; `damaged` maps each
     skipped step to its reason. (None, None, {}) when there is no checkpoint at all; a
     ValueError listing the reasons when there are steps but none is intact. `restore(manager,
-    step, like)` reads one step (default: the whole loop state)."""
+    step, like)` reads one step (default: the whole loop state).
+
+    The one rule for damage, for evaluation and resuming alike: a step is damaged when its
+    metadata files are missing or cut (`step_damage`), when reading it fails, or when the
+    network variables read from it are not all finite (`nonfinite_variables`)."""
     damaged: dict[int, str] = {}
     with _stderr_held_back() as drop:
         for step in sorted(manager.all_steps(), reverse=True):
-            try:
-                return restore(manager, step, like), step, damaged
-            except Exception as err:  # noqa: BLE001 - any failure to read a step is damage
-                damaged[step] = _reason(err)
-                drop[0] = True
-                _wait_until_quiet(2)  # the failed step's reads still in flight report there
+            reason = step_damage(directory, step)
+            if reason is None:
+                try:
+                    state = restore(manager, step, like)
+                except Exception as err:  # noqa: BLE001 - any failure to read a step is damage
+                    reason = _reason(err)
+                    drop[0] = True
+                    _wait_until_quiet(2)  # the failed step's reads still in flight report there
+                else:
+                    bad = nonfinite_variables(state)
+                    if bad is None:
+                        return state, step, damaged
+                    reason = f"non-finite network variables: {bad} holds NaN or infinity"
+            damaged[step] = reason
     if damaged:
         reasons = "; ".join(f"step {s}: {r}" for s, r in damaged.items())
         raise ValueError(f"no intact checkpoint in {directory}: {reasons}")
@@ -222,20 +278,33 @@ def load_checkpoint(run_path: str, like: Any, restore: Any = None) -> tuple[Any,
     return state, step
 
 
+# what the library (and its CLI) writes into a run directory: what overwrite=True removes.
+# Anything else there (a user's notes, a script's own files) is left alone.
+RUN_FILES = (MARKER, "checkpoints", DAMAGED, "metrics.jsonl", "metrics.png", "cli.json")
+
+
 class RunDirectory:
     """Owns one run directory: its marker, its checkpoints and its metrics file.
 
     `identity` (game, network, config, ...) is stored in the marker; `params` and `state` give
-    the shapes a resumed run must match. `resume=True` needs the directory to exist.
+    the shapes a resumed run must match. A run directory is never overwritten by accident:
+
+    * `resume=True` needs a run there with at least one checkpoint; the marker is rewritten
+      (with the config the run continues with) only once `resume()` has restored a step;
+    * a new run (`resume=False`) needs a missing or empty directory, or `overwrite=True`,
+      which removes the run found there (`RUN_FILES` only) once every check has passed.
     """
 
     def __init__(self, path: str, identity: dict[str, Any], params: Any, *, resume: bool,
-                 max_to_keep: int = 3, state: Any = None):
+                 overwrite: bool = False, max_to_keep: int = 3, state: Any = None):
         self.path = os.path.abspath(path)
         self.max_to_keep = max_to_keep
         self.identity = dict(identity, param_shapes=_shapes(params))
         if state is not None:
             self.identity["state_shapes"] = _shapes(state)
+        if resume and overwrite:
+            raise ValueError("resume and overwrite exclude each other: resume continues the run "
+                             f"in {self.path}, overwrite starts it again from iteration 1")
         exists = os.path.isdir(self.path) and bool(os.listdir(self.path))
         # several processes (jax.distributed) share one directory, which must be one file
         # system to them all (orbax writes each process's shards there): every process checks
@@ -249,20 +318,79 @@ class RunDirectory:
                     f"{self.path} exists, is not empty and was not created by turbozero; "
                     "choose another run directory"
                 )
-            self._check_compatible(read_marker(self.path), resume)
+            found = read_marker(self.path)
+            if resume:
+                self._check_compatible(found)
+                if not self._has_checkpoints():
+                    raise ValueError(
+                        f"cannot resume {self.path}: {self._checkpoints_found()}, so there is "
+                        "nothing to continue from; start the run again with --overwrite "
+                        "(Python: overwrite=True) or train into another run directory")
+            elif not overwrite:
+                resumable = ("continue it with --resume (Python: resume=True), "
+                             if self._has_checkpoints() else "")
+                raise ValueError(
+                    f"{self.path} already holds a run of {found.get('game', '?')} "
+                    f"({self._contents()}): {resumable}replace it with --overwrite (Python: "
+                    "overwrite=True), or choose another run directory")
         distributed.barrier("turbozero run directory checked")
         if distributed.is_primary():
+            if exists and overwrite:
+                self._remove_run()
             os.makedirs(self.path, exist_ok=True)
-            # rewritten on resume too: the marker describes the config the run continues with
-            write_json_atomic(os.path.join(self.path, MARKER), self.identity)
-        if not resume:  # a run that died before its first checkpoint: start its metrics afresh
-            self.truncate_metrics(0)
+            if not resume:  # a resumed run rewrites it once a checkpoint is restored
+                self._write_marker()
         distributed.barrier("turbozero run directory written")
         # orbax's manager is itself multi-process: every process saves its own shards of each
         # step, the primary its metadata, and the step is renamed into place once all are done
         self.manager = _manager(self.checkpoint_dir, max_to_keep=max_to_keep, write=True)
 
-    def _check_compatible(self, found: dict[str, Any], resume: bool) -> None:
+    def _write_marker(self) -> None:
+        write_json_atomic(os.path.join(self.path, MARKER), self.identity)
+
+    def _remove_run(self) -> None:
+        """Remove the run found here (overwrite=True): the files the library writes only."""
+        for name in RUN_FILES:
+            target = os.path.join(self.path, name)
+            if os.path.isdir(target):
+                shutil.rmtree(target)
+            elif os.path.exists(target):
+                os.remove(target)
+
+    def _steps(self) -> list[int]:
+        d = self.checkpoint_dir
+        return sorted(int(n) for n in os.listdir(d) if n.isdigit()) if os.path.isdir(d) else []
+
+    def _checkpoints_found(self) -> str:
+        """What checkpoints/ holds when it holds no step, for the refusal to resume."""
+        d = self.checkpoint_dir
+        if not os.path.isdir(d):
+            found = "it has no checkpoints/ directory (the run stopped before its first checkpoint)"
+        else:
+            names = sorted(os.listdir(d))
+            killed = [n for n in names if ".orbax-checkpoint-tmp" in n]
+            if killed:
+                found = (f"checkpoints/ holds no step, only {', '.join(killed)} (a save that "
+                         "was killed)")
+            else:
+                found = "checkpoints/ holds no step"
+        damaged = os.path.join(self.path, DAMAGED)
+        if os.path.isdir(damaged) and os.listdir(damaged):
+            found += f" (damaged steps set aside in {DAMAGED}/: {', '.join(sorted(os.listdir(damaged)))})"
+        return found
+
+    def _contents(self) -> str:
+        """What a run directory holds, for the refusal to write a new run into it."""
+        steps = self._steps()
+        parts = [f"checkpoints of iterations {', '.join(map(str, steps))}" if steps
+                 else "no checkpoint"]
+        if os.path.exists(self.metrics_path):
+            with open(self.metrics_path, encoding="utf-8", errors="replace") as f:
+                lines = sum(1 for line in f if line.strip())
+            parts.append(f"{lines} line{'s' if lines != 1 else ''} of metrics")
+        return ", ".join(parts)
+
+    def _check_compatible(self, found: dict[str, Any]) -> None:
         for field in ("game", "network"):
             if found.get(field) != self.identity.get(field):
                 raise ValueError(
@@ -271,13 +399,8 @@ class RunDirectory:
                 )
         if found.get("param_shapes") != self.identity["param_shapes"]:
             raise ValueError(f"{self.path} holds a run with other network parameter shapes")
-        if not resume and self._has_checkpoints():
-            raise ValueError(
-                f"{self.path} already holds checkpoints: pass resume=True (--resume) to "
-                "continue it, or choose another run directory"
-            )
         # older markers hold no state shapes: orbax then names the mismatch on restore
-        if resume and "state_shapes" in found and "state_shapes" in self.identity:
+        if "state_shapes" in found and "state_shapes" in self.identity:
             diff = _first_difference(found["state_shapes"], self.identity["state_shapes"])
             if diff:
                 raise ValueError(
@@ -290,8 +413,7 @@ class RunDirectory:
         return os.path.join(self.path, "checkpoints")
 
     def _has_checkpoints(self) -> bool:
-        d = self.checkpoint_dir
-        return os.path.isdir(d) and any(n.isdigit() for n in os.listdir(d))
+        return bool(self._steps())
 
     @property
     def metrics_path(self) -> str:
@@ -306,22 +428,29 @@ class RunDirectory:
 
     def restore(self, like: Any, step: Optional[int] = None) -> Any:
         """Restore `step` (default: the newest intact one, see `resume`) into the structure
-        (and shardings) of `like`."""
+        (and shardings) of `like`; a damaged step (the rule of `restore_intact`) is a
+        ValueError naming the reason."""
         if step is None:
-            state, step = self.resume(like)
-            if step is None:
-                raise ValueError(f"no checkpoint in {self.path}")
-            return state
+            return self.resume(like)[0]
         if step not in self.manager.all_steps():
             raise ValueError(f"no checkpoint of step {step} in {self.checkpoint_dir}")
+        where = os.path.join(self.checkpoint_dir, str(step))
+        reason = step_damage(self.checkpoint_dir, step)
+        if reason is not None:
+            raise ValueError(f"checkpoint {where} is damaged ({reason})")
         try:
-            return _restore_step(self.manager, step, like)
+            state = _restore_step(self.manager, step, like)
         except Exception as err:  # noqa: BLE001 - any failure to read a step is damage
-            raise ValueError(f"checkpoint {os.path.join(self.checkpoint_dir, str(step))} is "
-                             f"damaged ({_reason(err)})") from None
+            raise ValueError(f"checkpoint {where} is damaged ({_reason(err)})") from None
+        bad = nonfinite_variables(state)
+        if bad is not None:
+            raise ValueError(f"checkpoint {where} is damaged (non-finite network variables: "
+                             f"{bad} holds NaN or infinity)")
+        return state
 
-    def resume(self, like: Any) -> tuple[Optional[Any], Optional[int]]:
-        """(state, step) of the newest intact checkpoint, (None, None) when there is none.
+    def resume(self, like: Any) -> tuple[Any, int]:
+        """(state, step) of the newest intact checkpoint; a ValueError when there is none
+        (the directory is left as it was). The marker is rewritten once a step is restored.
 
         Damaged newer steps are moved to `damaged_checkpoints/` (the run will write those step
         numbers again) with one warning line each. With several processes, each reads its own
@@ -346,6 +475,14 @@ class RunDirectory:
                               f"resuming from step {step}", DamagedCheckpointWarning, stacklevel=3)
             distributed.barrier("turbozero damaged checkpoints set aside")
             self.manager = _manager(self.checkpoint_dir, max_to_keep=self.max_to_keep, write=True)
+        if step is None:
+            raise ValueError(
+                f"cannot resume {self.path}: {self._checkpoints_found()}, so there is nothing "
+                "to continue from; start the run again with --overwrite (Python: "
+                "overwrite=True) or train into another run directory")
+        if distributed.is_primary():  # the marker describes the config the run continues with
+            self._write_marker()
+        distributed.barrier("turbozero run directory marker written")
         return state, step
 
     def _set_aside(self, src: str, step: int) -> str:
@@ -363,19 +500,13 @@ class RunDirectory:
         run writes the later ones again. A half-written last line (a run killed mid-write) is
         dropped too. Rewritten by rename, like the marker; by the primary process only, the
         one that writes metrics."""
+        from turbozero.training.metrics import metric_lines
+
         if not distributed.is_primary() or not os.path.exists(self.metrics_path):
             return
-        kept = []
-        with open(self.metrics_path, encoding="utf-8") as f:
-            for line in f:
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError:
-                    break  # the line a killed run was writing; nothing valid follows it
-                if isinstance(record, dict) and record.get("iteration", 0) <= iteration:
-                    kept.append(line if line.endswith("\n") else line + "\n")
+        kept = [line if line.endswith("\n") else line + "\n"
+                for line, record in metric_lines(self.metrics_path)
+                if record.get("iteration", 0) <= iteration]
         tmp = f"{self.metrics_path}.tmp-{os.getpid()}"
         with open(tmp, "w", encoding="utf-8") as f:
             f.writelines(kept)

@@ -50,6 +50,13 @@ class CPUAlphaZero(AlphaZero):
                 search=dataclasses.replace(evaluation.search, dirichlet_fraction=0.0)))
         super().__init__(env, apply_fn, value_format, kernel_config(search_config), evaluation)
         self.cpu_config = search_config
+        # the C++ side checks some settings (the node pool's sizes) only when a coordinator is
+        # built, at the first self-play, after the Trainer has written the run directory: build
+        # one now and drop it (its pools allocate on demand; 0.1 ms), so that a bad setting is
+        # a ValueError before anything is written
+        from turbozero.search.cpu import require_extension
+
+        require_extension().Coordinator(search_config.to_native())
         # one pool evaluator for the whole run (its batch tiers compile once); the key only
         # seeds the games' starting states, which are fixed for the games this path plays
         self._games_key = jax.random.PRNGKey(search_config.seed)

@@ -31,7 +31,7 @@ from turbozero.training.checkpoints import RunDirectory
 from turbozero.training.evaluation import match_summary, play_match
 from turbozero.training.metrics import MetricsWriter
 from turbozero.training.risk import SelfPlayRisk
-from turbozero.training.run_config import config_to_json
+from turbozero.training.run_config import check_env_config, config_to_json
 from turbozero.training.stored_observations import ObservationPlanes, check_form
 from turbozero.training.stored_policies import DensePolicy, check_policy_form
 from turbozero.training.trainer import Optimizer, StepRunner
@@ -158,10 +158,20 @@ class Trainer:
         run_dir: Optional[str] = None,
         *,
         resume: bool = False,
+        overwrite: bool = False,
         mesh: Optional[Mesh] = None,
     ):
+        """`run_dir`: where checkpoints and metrics go (None: nowhere). `resume=True`
+        continues the run there from its newest intact checkpoint (refused when there is
+        none); `overwrite=True` replaces a run found there (refused without it). Everything
+        is built, and so every setting checked, before the run directory is touched."""
+        for flag, value in (("resume", resume), ("overwrite", overwrite)):
+            if value and run_dir is None:
+                raise ValueError(f"{flag}=True needs run_dir, the run directory to "
+                                 f"{'continue' if flag == 'resume' else 'replace'}")
         self.config = config
         self.spec = game_spec(config.game)
+        check_env_config(config.game, config.env_config)  # a key the env lacks: ValueError
         self.env = envs.make(config.game, **dict(config.env_config))
         # the search config's type picks the algorithm (and the network it trains); it checks
         # the env can be searched so
@@ -195,12 +205,15 @@ class Trainer:
                 "config": config_to_json(config),
             }
             self.run_dir = RunDirectory(run_dir, identity, self.state.train_state.params,
-                                        resume=resume, state=self.state)
+                                        resume=resume, overwrite=overwrite, state=self.state)
             self.metrics = MetricsWriter(self.run_dir.metrics_path)
-            if resume:
-                restored, _ = self.run_dir.resume(self.state)  # newest intact checkpoint
-                if restored is not None:
-                    self.state = self._place(restored)
+            if resume:  # the newest intact checkpoint; none is a ValueError, nothing written
+                try:
+                    restored, _ = self.run_dir.resume(self.state)
+                except ValueError:
+                    self.run_dir.close()  # orbax's manager holds threads
+                    raise
+                self.state = self._place(restored)
                 # the iterations after the checkpoint are written again: no repeats
                 self.run_dir.truncate_metrics(int(self.state.iteration))
 
@@ -263,7 +276,9 @@ class Trainer:
 
         def collect_fn(state: LoopState):
             key, k = jax.random.split(state.key)
-            col, buf, stats = collector_lib.collect(
+            # an algorithm may play its games its own way (afterstate TD: whole moves)
+            play = getattr(self.algorithm, "collect_games", collector_lib.collect)
+            col, buf, stats = play(
                 env, self.algorithm.self_play, self.variables(state.train_state),
                 state.collector, state.buffer, k, cfg.collect_steps, cfg.temperature_schedule,
                 cfg.risk, state.iteration, cfg.truncated_games, cfg.self_play_max_moves,

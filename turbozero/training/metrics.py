@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import math
 import os
-from typing import Any, Iterable, Optional
+import warnings
+from typing import Any, Iterable, Iterator, Optional
 
 import numpy as np
 
@@ -36,9 +37,41 @@ class MetricsWriter:
             f.write(json.dumps(to_python(record)) + "\n")
 
 
+class CutMetricsLineWarning(UserWarning):
+    """The last line of a metrics file is cut short (a run killed while writing it) and is
+    skipped."""
+
+
+def metric_lines(path: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(line as written, record) for every record of a metrics file, in order: what every
+    reader of metrics.jsonl reads. A run killed while appending a record leaves its last line
+    cut short: that line is skipped with one `CutMetricsLineWarning` naming the file and the
+    line number. Any other line that is not a JSON object is damage a kill cannot leave: a
+    ValueError naming the file and the line."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        lines = f.readlines()
+    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            problem = None if isinstance(record, dict) else f"a JSON {type(record).__name__}"
+        except json.JSONDecodeError as err:
+            problem = f"{err.msg}, column {err.colno}"
+        if problem is None:
+            yield line, record
+        elif i == last:
+            warnings.warn(f"{path}, line {i + 1}: cut short ({problem}), as a run killed while "
+                          "writing it leaves it; skipped", CutMetricsLineWarning, stacklevel=3)
+        else:
+            raise ValueError(f"{path}, line {i + 1}: not a metrics record ({problem}); only the "
+                             "last line can be cut by a killed run: repair or remove this one")
+
+
 def read_metrics(path: str) -> list[dict[str, Any]]:
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+    """The records of a metrics.jsonl file (a cut last line skipped, see `metric_lines`)."""
+    return [record for _, record in metric_lines(path)]
 
 
 def latest_per_iteration(records: list[dict[str, Any]], x_key: str = "iteration") -> list[dict[str, Any]]:

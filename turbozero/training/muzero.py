@@ -212,6 +212,14 @@ class MuZero(Algorithm):
 
         obs = jax.eval_shape(env.observe, env.init(jax.random.PRNGKey(0)))
         cfg = dict(network_config)
+        # the sizes a config may set: MuZeroNet's fields but those fixed by the env below (a
+        # wrong key is then one line naming the valid ones, not a TypeError from flax)
+        fixed = ("num_actions", "num_players", "hidden_shape", "parent", "name")
+        options = [f.name for f in dataclasses.fields(MuZeroNet) if f.init and f.name not in fixed]
+        unknown = sorted(set(cfg) - set(options))
+        if unknown:
+            raise ValueError(f"network: the MuZero network has no option {unknown[0]!r}; its "
+                             f"options: {', '.join(options)}")
         return MuZeroNet(num_actions=env.num_actions, num_players=env.num_players,
                          hidden_shape=tuple(obs.shape[:2]), **cfg)
 

@@ -139,8 +139,13 @@ def schedule_warnings(eval_every: int, eval_opponents: tuple, checkpoint_every: 
         out.append(f"eval_every=0: this run never plays eval_opponents={tuple(eval_opponents)}; "
                    "set eval_every >= 1, or eval_opponents=() to turn evaluation off")
     elif eval_opponents and not _due(eval_every, start, target):
-        out.append(f"eval_every={eval_every} but this run does {span}: no evaluation happens; "
-                   f"set eval_every <= {target}")
+        # any eval_every up to the number of iterations run has a multiple among them; the
+        # target alone is wrong advice for a resumed run (eval_every=20 already is <= 24 when
+        # iterations 21..24 run)
+        due = (start // eval_every + 1) * eval_every
+        out.append(f"eval_every={eval_every} but this run does {span}, none a multiple of "
+                   f"{eval_every}: no evaluation happens; set eval_every <= {target - start} "
+                   f"or train on to iteration {due} (--iterations {due})")
     if saves_checkpoints and checkpoint_every == 0:
         out.append("checkpoint_every=0: this run saves no checkpoint, so `turbozero eval` and "
                    "resuming will find none")

@@ -347,6 +347,10 @@ def _set_path(current: Any, hint: Any, path: list[str], text: str, key: str) -> 
         return _from_text(text, hint, current, key)
     name, rest = path[0], path[1:]
     if dataclasses.is_dataclass(current) and not isinstance(current, type):
+        if name == SIMULATIONS and name not in {f.name for f in dataclasses.fields(current)}:
+            nested = _simulations_path(current)
+            if nested:  # MuZeroConfig.search.num_simulations, reached as search.num_simulations
+                return _set_path(current, hint, nested + path, text, key)
         return _replace_field(current, name,
                               lambda old, h: _set_path(old, h, rest, text, key), key)
     if isinstance(current, dict):
@@ -361,9 +365,121 @@ def _set_path(current: Any, hint: Any, path: list[str], text: str, key: str) -> 
     raise ValueError(f"--set {key}: {head} is {article} {kind}, it has no field {name!r}")
 
 
+# the one key that sets the simulations per move of every game's search (docs/training.md):
+# where a search config nests the tree search that has them (MuZero's MuZeroConfig.search),
+# `search.num_simulations` sets the nested one, the config `algorithms.tree_config` finds
+SIMULATIONS = "num_simulations"
+
+
+def _simulations_path(search: Any) -> list[str]:
+    """The fields from `search` down to the config holding num_simulations (`tree_config`'s
+    walk through `.search`); [] when `search` holds it itself or nothing does."""
+    from turbozero.training.algorithms import tree_config
+
+    try:
+        target = tree_config(search)
+    except ValueError:
+        return []
+    path, config = [], search
+    while config is not target:
+        path.append("search")
+        config = config.search
+    return path
+
+
 def _is_pairs(value: Any) -> bool:
     return isinstance(value, tuple) and all(
         isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) for p in value)
+
+
+def env_options(game: str) -> dict[str, Any] | None:
+    """{option: annotation} of the keyword arguments `envs.make(game, ...)` takes (what
+    `TrainConfig.env_config` may hold), read from the env class's signature; None when the
+    class takes any keyword (**kwargs) or the game is unknown (envs.make names that)."""
+    import inspect
+
+    import envs
+
+    if game.startswith("pgx/"):
+        from envs.pgx_adapter import PgxAdapter as cls
+        skip = 1  # the pgx id, given by the name
+    else:
+        target = envs._REGISTRY.get(game)  # name -> "module:Class", imported on first use
+        if target is None:
+            return None
+        module, _, name = target.partition(":")
+        cls, skip = getattr(importlib.import_module(module), name), 0
+    params = list(inspect.signature(cls).parameters.values())[skip:]
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return None
+    try:
+        hints = typing.get_type_hints(cls.__init__)
+    except Exception:  # noqa: BLE001 - an annotation that does not resolve: check names only
+        hints = {}
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return {p.name: hints.get(p.name, Any) for p in params if p.kind in kinds}
+
+
+def check_env_config(game: str, env_config: Any, what: str = "env_config") -> None:
+    """A ValueError naming the first key of `env_config` that the game's env does not take,
+    with the keys it takes."""
+    options = env_options(game)
+    if options is None:
+        return
+    for name in dict(env_config):
+        if name not in options:
+            valid = ", ".join(options) if options else "none (it takes no options)"
+            raise ValueError(f"{what}: {game} has no option {name!r}; its options: {valid}")
+
+
+def _simple(hint: Any) -> Any:
+    """An env option's annotation where `--set` can parse against it (int, float, bool, str,
+    optional or not); Any (parse as JSON, else text) for the rest."""
+    plain = (int, float, bool, str)
+    args = typing.get_args(hint)
+    if hint in plain or (typing.get_origin(hint) in (typing.Union, types.UnionType)
+                         and all(a in plain or a is type(None) for a in args)):
+        return hint
+    return Any
+
+
+def _set_env_config(game: str, current: Any, path: list[str], text: str, key: str) -> tuple:
+    """env_config (the (key, value) pairs given to envs.make) with `--set env_config...` applied:
+    `env_config.size=9`, or a JSON object merged into it (`env_config={"size": 9}`); every key
+    checked against the env's options, a value against the option's annotation where it is a
+    plain type, else against its current value."""
+    options = env_options(game)
+    merged = dict(current)
+
+    def parse(name: str, raw: Any, where: str, from_text: bool) -> Any:
+        if options is not None and name not in options:
+            check_env_config(game, {name: None}, f"--set {where}")
+        hint = _simple(options[name]) if options is not None else Any
+        old = merged.get(name, _MISSING)
+        if hint is Any and old is not _MISSING and old is not None:
+            hint = type(old)
+        if from_text:
+            return _set_path(old, hint, [], raw, where)
+        return _from_json_value(raw, hint, old, where)
+
+    if path:
+        name, rest = path[0], path[1:]
+        if rest:
+            raise ValueError(f"--set {key}: env_config.{name} is one option, it has no "
+                             f"field {rest[0]!r}")
+        merged[name] = parse(name, text, key, True)
+    else:
+        value = _json_or_none(text, _MISSING) if text.strip()[:1] in "{[" else _MISSING
+        if isinstance(value, list) and _is_pairs(_tuplify(value)):
+            # pairs as a run stores them, [["size", 9], ...]: an array replaces, as for any
+            # tuple field; an object merges
+            value, merged = dict(_tuplify(value)), {}
+        if not isinstance(value, dict):
+            raise OverrideError(key, 'a JSON object of env options ({"option": value, ...}) '
+                                "or a [[option, value], ...] array", text)
+        for name, raw in value.items():
+            merged[name] = parse(name, raw, f"{key}.{name}", False)
+    return tuple(merged.items())
 
 
 def parse_overrides(config: Any, pairs: Sequence[str]) -> dict[str, Any]:
@@ -381,7 +497,13 @@ def parse_overrides(config: Any, pairs: Sequence[str]) -> dict[str, Any]:
         if top not in names:
             raise ValueError(f"--set {key}: {type(config).__name__} has no field {top!r}; "
                              f"its fields: {', '.join(names)}")
+        if top == "game":
+            raise ValueError(f"--set {key}: the game is not a setting: it is the GAME argument "
+                             "(turbozero train GAME), and a run keeps the game it was made with")
         current = out.get(top, getattr(config, top))
+        if top == "env_config":
+            out[top] = _set_env_config(config.game, current, path, text, key)
+            continue
         if top == "eval_search" and current is None and path:
             # a field of the derived evaluation search (no noise, temperature 0) of the
             # self-play search as set so far, e.g. eval_search.num_simulations=1
