@@ -82,3 +82,15 @@ def check_bounds(name: str, value: Any, *, limit: Optional[float] = None) -> Non
         within = f" within [-{limit:g}, {limit:g}]" if limit is not None else ""
         raise ValueError(f"{name} must be (low, high), finite numbers with low < high{within}, "
                          f"got {value!r}")
+
+
+def check_static_real(name: str, value: Any, **bounds) -> None:
+    """`check_real` for an argument of a jittable function: checked when it is a Python or
+    concrete number; a traced value (inside `jit`, unknown until run) is left alone."""
+    import jax  # here: the config checks above stay importable without jax
+
+    if isinstance(value, jax.core.Tracer):
+        return
+    if getattr(value, "shape", None) == ():
+        value = value.item()
+    check_real(name, value, **bounds)

@@ -25,6 +25,7 @@ from turbozero.search.roots import GumbelRoot, PUCTRoot, RootExtra
 from turbozero.search.selection import MctxPUCT, SpecPUCT, masked_argmax, node_stats
 from turbozero.search.tree import (
     NO_ACTION, ROOT_INDEX, UNVISITED, Tree, compact_children, empty_tree)
+from turbozero.validation import check_int, check_real
 
 Selection = Union[SpecPUCT, MctxPUCT]
 RootPolicy = Union[PUCTRoot, GumbelRoot]
@@ -63,10 +64,8 @@ class TreeSearchConfig:
     discount: float = 1.0
 
     def __post_init__(self) -> None:
-        if self.num_simulations < 1:
-            raise ValueError(f"num_simulations must be >= 1, got {self.num_simulations}")
-        if self.leaves_per_step < 1:
-            raise ValueError(f"leaves_per_step must be >= 1, got {self.leaves_per_step}")
+        check_int("num_simulations", self.num_simulations, minimum=1)
+        check_int("leaves_per_step", self.leaves_per_step, minimum=1)
         if self.leaves_per_step > self.num_simulations:
             raise ValueError(f"leaves_per_step ({self.leaves_per_step}) must not exceed "
                              f"num_simulations ({self.num_simulations})")
@@ -75,16 +74,11 @@ class TreeSearchConfig:
                              f"{self.selection!r}")
         if not isinstance(self.root, (PUCTRoot, GumbelRoot)):
             raise ValueError(f"root must be PUCTRoot(...) or GumbelRoot(...), got {self.root!r}")
-        if self.max_children is not None and self.max_children < 1:
-            raise ValueError(f"max_children must be >= 1, got {self.max_children}")
-        if self.temperature < 0:
-            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
-        if self.temperature_moves is not None and self.temperature_moves < 0:
-            raise ValueError(f"temperature_moves must be >= 0, got {self.temperature_moves}")
-        if self.extra_nodes < 0:
-            raise ValueError(f"extra_nodes must be >= 0, got {self.extra_nodes}")
-        if not 0.0 < self.discount <= 1.0:
-            raise ValueError(f"discount must be in (0, 1], got {self.discount}")
+        check_int("max_children", self.max_children, minimum=1, optional=True)
+        check_real("temperature", self.temperature, minimum=0)
+        check_int("temperature_moves", self.temperature_moves, minimum=0, optional=True)
+        check_int("extra_nodes", self.extra_nodes, minimum=0)
+        check_real("discount", self.discount, above=0, maximum=1)
 
     @property
     def num_nodes(self) -> int:

@@ -27,6 +27,7 @@ from envs.core import Env, State
 from envs.sampling import uniform_legal_action
 from turbozero.networks.heads import check_value_format
 from turbozero.networks.value_formats import ScalarValue, ValueFormat
+from turbozero.validation import check_int, check_real, check_static_real
 
 Algorithm = Literal["muzero", "gumbel"]
 
@@ -48,8 +49,7 @@ class DynamicFPU:
     fpu_base: float = 1.0
 
     def __post_init__(self) -> None:
-        if not self.fpu_base >= 0:
-            raise ValueError(f"fpu_base must be >= 0, got {self.fpu_base}")
+        check_real("fpu_base", self.fpu_base, minimum=0)
 
     def __call__(self, tree: mctx.Tree, node_index: jax.Array) -> jax.Array:
         q = tree.qvalues(node_index)
@@ -88,19 +88,19 @@ class SearchConfig:
     q_transform: Any = DynamicFPU(fpu_base=0.0)
 
     def __post_init__(self) -> None:
-        if self.num_simulations < 1:
-            raise ValueError(f"num_simulations must be >= 1, got {self.num_simulations}")
+        check_int("num_simulations", self.num_simulations, minimum=1)
+        check_int("max_depth", self.max_depth, minimum=1, optional=True)
+        check_int("max_num_considered_actions", self.max_num_considered_actions, minimum=1)
+        check_real("pb_c_init", self.pb_c_init, above=0)
+        check_real("pb_c_base", self.pb_c_base, above=0)
         if self.algorithm not in ("muzero", "gumbel"):
             raise ValueError(f"algorithm must be 'muzero' or 'gumbel', got {self.algorithm!r}")
         if not isinstance(self.q_transform, (DynamicFPU, MinMaxQ)):
             raise ValueError("q_transform must be DynamicFPU(...) or MinMaxQ(), got "
                              f"{self.q_transform!r}")
-        if not self.dirichlet_alpha > 0:
-            raise ValueError(f"dirichlet_alpha must be > 0, got {self.dirichlet_alpha}")
-        if not 0.0 <= self.dirichlet_fraction <= 1.0:
-            raise ValueError(f"dirichlet_fraction must be in [0, 1], got {self.dirichlet_fraction}")
-        if self.temperature < 0:
-            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
+        check_real("dirichlet_alpha", self.dirichlet_alpha, above=0)
+        check_real("dirichlet_fraction", self.dirichlet_fraction, minimum=0, maximum=1)
+        check_real("temperature", self.temperature, minimum=0)
 
 
 @chex.dataclass(frozen=True)
@@ -176,6 +176,8 @@ def legal_dirichlet_noise(
     K gamma variates for the K legal actions and normalising them is a Dirichlet over exactly
     those.
     """
+    # a negative or NaN alpha draws NaN "noise" (NaN priors downstream)
+    check_static_real("alpha", alpha, above=0)
     g = jax.random.gamma(key, alpha, legal.shape)
     g = jnp.where(legal, g, 0.0)
     total = g.sum(-1, keepdims=True)
@@ -189,6 +191,8 @@ def noised_prior_logits(
 ) -> jax.Array:
     """Root prior logits of `(1 - fraction) * softmax(logits) + fraction * Dir(alpha)` over the
     legal actions (docs/search.md, root noise); illegal actions keep the float minimum."""
+    # outside [0, 1] the mixture has negative priors (their log: NaN)
+    check_static_real("fraction", fraction, minimum=0, maximum=1)
     prior = jax.nn.softmax(_masked_logits(logits, legal), axis=-1)
     mixed = (1.0 - fraction) * prior + fraction * legal_dirichlet_noise(key, legal, alpha)
     return _masked_logits(jnp.log(jnp.maximum(mixed, jnp.finfo(mixed.dtype).tiny)), legal)
@@ -299,6 +303,13 @@ def search(
     from turbozero.search.kernel import TreeSearchConfig, search_env  # kernel imports this module
     from turbozero.search.one_ply import OnePlyConfig, one_ply_search  # this one too
 
+    from turbozero.search.afterstate import AfterstatePlayerConfig, afterstate_search
+
+    if isinstance(config, AfterstatePlayerConfig):
+        if risk_beta is not None:
+            raise ValueError("per-seat risk betas need the tree kernel; a complete-move player "
+                             "has none")
+        return afterstate_search(env, evaluator, variables, states, config)
     if isinstance(config, OnePlyConfig):
         if risk_beta is not None:
             raise ValueError("per-seat risk betas need the tree kernel; a OnePlyConfig has none")

@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from turbozero.search.selection import NodeStats
+from turbozero.validation import check_int, check_real, check_static_real
 
 
 class RootExtra(NamedTuple):
@@ -36,6 +37,8 @@ def legal_dirichlet(key: jax.Array, valid: jax.Array, alpha: float) -> jax.Array
 
     The K Gamma(alpha) variates of the valid slots normalised are a Dirichlet over exactly the
     legal actions; rows whose draws all underflow (alpha << 1) fall back to uniform."""
+    # a negative or NaN alpha draws NaN "noise" (NaN priors downstream)
+    check_static_real("alpha", alpha, above=0)
     g = jnp.where(valid, jax.random.gamma(key, alpha, valid.shape), 0.0)
     total = g.sum(-1, keepdims=True)
     uniform = valid / jnp.maximum(valid.sum(-1, keepdims=True), 1)
@@ -55,11 +58,8 @@ class PUCTRoot:
     dirichlet_fraction: float = 0.25
 
     def __post_init__(self) -> None:
-        if not self.dirichlet_alpha > 0:
-            raise ValueError(f"dirichlet_alpha must be > 0, got {self.dirichlet_alpha}")
-        if not 0.0 <= self.dirichlet_fraction <= 1.0:
-            raise ValueError(
-                f"dirichlet_fraction must be in [0, 1], got {self.dirichlet_fraction}")
+        check_real("dirichlet_alpha", self.dirichlet_alpha, above=0)
+        check_real("dirichlet_fraction", self.dirichlet_fraction, minimum=0, maximum=1)
 
     def prepare(self, key, prior: jax.Array, valid: jax.Array, num_simulations: int):
         """(root prior float32[B, K], RootExtra) before the first simulation."""
@@ -108,13 +108,10 @@ class GumbelRoot:
     gumbel_scale: float = 1.0
 
     def __post_init__(self) -> None:
-        if self.max_considered < 1:
-            raise ValueError(f"max_considered must be >= 1, got {self.max_considered}")
-        if not self.c_visit >= 0 or not self.c_scale > 0:
-            raise ValueError(f"c_visit must be >= 0 and c_scale > 0, got {self.c_visit}, "
-                             f"{self.c_scale}")
-        if not self.gumbel_scale >= 0:
-            raise ValueError(f"gumbel_scale must be >= 0, got {self.gumbel_scale}")
+        check_int("max_considered", self.max_considered, minimum=1)
+        check_real("c_visit", self.c_visit, minimum=0)
+        check_real("c_scale", self.c_scale, above=0)
+        check_real("gumbel_scale", self.gumbel_scale, minimum=0)
 
     def prepare(self, key, prior: jax.Array, valid: jax.Array, num_simulations: int):
         g = self.gumbel_scale * jax.random.gumbel(key, prior.shape)

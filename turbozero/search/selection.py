@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 
 from turbozero.search.tree import NO_ACTION, UNVISITED, Tree
+from turbozero.validation import check_bounds, check_real
 
 
 class NodeStats(NamedTuple):
@@ -87,12 +88,10 @@ class SpecPUCT:
     q_bounds: tuple[float, float] = (-1.0, 1.0)
 
     def __post_init__(self) -> None:
-        if not self.c_puct > 0:
-            raise ValueError(f"c_puct must be > 0, got {self.c_puct}")
-        if not self.fpu_base >= 0:
-            raise ValueError(f"fpu_base must be >= 0, got {self.fpu_base}")
-        if not self.q_bounds[0] < self.q_bounds[1]:
-            raise ValueError(f"q_bounds must be (low, high) with low < high, got {self.q_bounds}")
+        check_real("c_puct", self.c_puct, above=0)
+        check_real("fpu_base", self.fpu_base, minimum=0)
+        check_real("risk_beta", self.risk_beta)
+        check_bounds("q_bounds", self.q_bounds)
 
     def scores(self, s: NodeStats, risk_beta=None) -> jax.Array:
         """float32[K] PUCT scores (padding slots are masked by the caller).
@@ -133,10 +132,9 @@ class MctxPUCT:
     epsilon: float = 1e-8  # mctx's guard of the min-max range
 
     def __post_init__(self) -> None:
-        if not self.pb_c_init > 0:
-            raise ValueError(f"pb_c_init must be > 0, got {self.pb_c_init}")
-        if not self.pb_c_base > 0:
-            raise ValueError(f"pb_c_base must be > 0, got {self.pb_c_base}")
+        check_real("pb_c_init", self.pb_c_init, above=0)
+        check_real("pb_c_base", self.pb_c_base, above=0)
+        check_real("epsilon", self.epsilon, above=0)
 
     def scores(self, s: NodeStats, risk_beta=None) -> jax.Array:
         del risk_beta  # mctx's formula has no risk term

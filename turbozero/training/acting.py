@@ -13,6 +13,8 @@ from typing import Optional
 import jax
 import jax.numpy as jnp
 
+from turbozero.validation import check_int, check_real
+
 
 @dataclasses.dataclass(frozen=True)
 class TemperatureSchedule:
@@ -25,11 +27,8 @@ class TemperatureSchedule:
     moves: Optional[int] = 30
 
     def __post_init__(self) -> None:
-        if not self.temperature >= 0:
-            raise ValueError(
-                f"temperature_schedule.temperature must be >= 0, got {self.temperature}")
-        if self.moves is not None and self.moves < 0:
-            raise ValueError(f"temperature_schedule.moves must be >= 0 or None, got {self.moves}")
+        check_real("temperature_schedule.temperature", self.temperature, minimum=0)
+        check_int("temperature_schedule.moves", self.moves, minimum=0, optional=True)
 
     def act(self, key: jax.Array, policy: jax.Array, step_count: jax.Array) -> jax.Array:
         """Actions int32[B] (or [B, P] for a [B, P, A] policy) from visit distributions.

@@ -1,0 +1,125 @@
+"""Every boundary checks what it takes (issue 32, item 2): config fields (finite numbers,
+positive counts, integers), root-noise arguments, env helpers and `env.step` shapes, chess
+players; each mistake is one line naming the field or argument."""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import envs
+from turbozero.search import SearchConfig
+from turbozero.search.kernel import TreeSearchConfig
+from turbozero.search.mctx_policies import (
+    DynamicFPU,
+    legal_dirichlet_noise,
+    noised_prior_logits,
+)
+from turbozero.search.roots import GumbelRoot, PUCTRoot, legal_dirichlet
+from turbozero.search.selection import MctxPUCT, SpecPUCT
+from turbozero.training.acting import TemperatureSchedule
+from turbozero.validation import check_bounds, check_int, check_real
+
+NAN, INF = float("nan"), float("inf")
+
+
+def _one_line(err) -> str:
+    msg = str(err.value)
+    assert "\n" not in msg, msg
+    return msg
+
+
+# ------------------------------------------------------------------------ the shared checks --
+def test_check_int_refuses_floats_strings_and_bools():
+    check_int("n", 3, minimum=1)
+    check_int("n", np.int64(3), minimum=1)
+    check_int("n", None, optional=True)
+    for bad in (2.5, 3.0, "32", True, None, 0):
+        with pytest.raises(ValueError, match=r"^n must be an integer >= 1, got "):
+            check_int("n", bad, minimum=1)
+
+
+def test_check_real_refuses_nan_infinity_and_non_numbers():
+    check_real("x", 0.5, minimum=0, maximum=1)
+    check_real("x", np.float32(2.0), above=0)
+    check_real("x", 3, above=0)
+    for bad in (NAN, INF, -INF, "1.0", True, None):
+        with pytest.raises(ValueError, match=r"^x must be a finite number"):
+            check_real("x", bad)
+    with pytest.raises(ValueError, match=r"^x must be a finite number > 0, got 0"):
+        check_real("x", 0, above=0)
+    with pytest.raises(ValueError, match=r"q must be \(low, high\)"):
+        check_bounds("q", (0.0, NAN))
+    with pytest.raises(ValueError, match=r"q must be \(low, high\)"):
+        check_bounds("q", (1.0,))
+
+
+# ------------------------------------------------------------------------- search configs --
+@pytest.mark.parametrize("make,field", [
+    # temperature=nan and c_puct=inf trained and wrote NaN into turbozero_run.json
+    (lambda: SearchConfig(temperature=NAN), "temperature"),
+    (lambda: SearchConfig(temperature=INF), "temperature"),
+    (lambda: SearchConfig(num_simulations=2.5), "num_simulations"),
+    (lambda: SearchConfig(num_simulations="16"), "num_simulations"),
+    (lambda: SearchConfig(dirichlet_alpha=NAN), "dirichlet_alpha"),
+    (lambda: SearchConfig(pb_c_init=INF), "pb_c_init"),
+    (lambda: SearchConfig(max_depth=0), "max_depth"),
+    (lambda: DynamicFPU(fpu_base=NAN), "fpu_base"),
+    (lambda: SpecPUCT(c_puct=INF), "c_puct"),
+    (lambda: SpecPUCT(c_puct=NAN), "c_puct"),
+    (lambda: SpecPUCT(fpu_base=INF), "fpu_base"),
+    (lambda: SpecPUCT(risk_beta=NAN), "risk_beta"),
+    (lambda: SpecPUCT(q_bounds=(-INF, 1.0)), "q_bounds"),
+    (lambda: MctxPUCT(pb_c_base=NAN), "pb_c_base"),
+    (lambda: PUCTRoot(dirichlet_alpha=-0.3), "dirichlet_alpha"),
+    (lambda: PUCTRoot(dirichlet_fraction=NAN), "dirichlet_fraction"),
+    (lambda: GumbelRoot(max_considered=4.5), "max_considered"),
+    (lambda: GumbelRoot(c_scale=INF), "c_scale"),
+    (lambda: TreeSearchConfig(temperature=NAN), "temperature"),
+    (lambda: TreeSearchConfig(num_simulations=8.0), "num_simulations"),
+    (lambda: TreeSearchConfig(discount=NAN), "discount"),
+    (lambda: TreeSearchConfig(temperature_moves=1.5), "temperature_moves"),
+    (lambda: TemperatureSchedule(temperature=NAN), "temperature_schedule.temperature"),
+    (lambda: TemperatureSchedule(moves=2.5), "temperature_schedule.moves"),
+], ids=lambda x: x if isinstance(x, str) else "")
+def test_search_and_acting_configs_name_the_bad_field(make, field):
+    with pytest.raises(ValueError, match=f"^{field} must be") as err:
+        make()
+    _one_line(err)
+
+
+def test_search_config_with_nan_temperature_never_reaches_acting():
+    """Acting with temperature NaN returned a move; the schedule and both search configs now
+    refuse it where they are built."""
+    for make in (lambda t: TemperatureSchedule(temperature=t), lambda t: SearchConfig(
+            temperature=t), lambda t: TreeSearchConfig(temperature=t)):
+        with pytest.raises(ValueError, match="temperature"):
+            make(NAN)
+
+
+@pytest.mark.parametrize("alpha", [-0.3, NAN, 0.0])
+def test_root_noise_refuses_bad_alpha(alpha):
+    """A negative or NaN alpha drew NaN noise (NaN priors)."""
+    legal = jnp.array([[True, False, True]])
+    with pytest.raises(ValueError, match=r"^alpha must be a finite number > 0"):
+        legal_dirichlet_noise(jax.random.PRNGKey(0), legal, alpha)
+    with pytest.raises(ValueError, match=r"^alpha must be a finite number > 0"):
+        legal_dirichlet(jax.random.PRNGKey(0), legal, alpha)
+
+
+@pytest.mark.parametrize("fraction", [-0.5, 1.5, NAN])
+def test_root_noise_refuses_a_fraction_outside_0_1(fraction):
+    """fraction -0.5 gave negative priors (NaN logits)."""
+    legal = jnp.array([[True, False, True]])
+    with pytest.raises(ValueError, match=r"^fraction must be a finite number >= 0 and <= 1"):
+        noised_prior_logits(jax.random.PRNGKey(0), jnp.zeros((1, 3)), legal, 0.3, fraction)
+
+
+def test_root_noise_still_jits_with_a_traced_alpha():
+    legal = jnp.array([[True, False, True]])
+    noise = jax.jit(lambda a: legal_dirichlet_noise(jax.random.PRNGKey(0), legal, a))(0.3)
+    assert math.isclose(float(noise.sum()), 1.0, rel_tol=1e-6)
