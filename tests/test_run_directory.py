@@ -111,12 +111,12 @@ def test_new_run_into_a_run_directory_needs_overwrite(stored_run, capsys):
     assert cli.main(argv) == 2
     assert _err_line(capsys) == (
         f"turbozero: error: {stored_run} already holds a run of {GAME} (checkpoints of "
-        "iterations 1, 2, 2 lines of metrics): continue it with --resume (Python: "
+        "iterations 1, 2; 2 lines of metrics): continue it with --resume (Python: "
         "resume=True), replace it with --overwrite (Python: overwrite=True), or choose another "
         "run directory")
     shutil.rmtree(os.path.join(stored_run, "checkpoints"))  # as if killed before checkpoint 1
     kept = _bytes(os.path.join(stored_run, "metrics.jsonl"))
-    with pytest.raises(ValueError, match=r"already holds a run of .* \(no checkpoint, 2 lines of "
+    with pytest.raises(ValueError, match=r"already holds a run of .* \(no checkpoint; 2 lines of "
                                          r"metrics\): replace it with --overwrite"):
         Trainer(load_run_config(stored_run), stored_run)
     assert _bytes(os.path.join(stored_run, "metrics.jsonl")) == kept

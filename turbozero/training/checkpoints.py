@@ -388,7 +388,7 @@ class RunDirectory:
             with open(self.metrics_path, encoding="utf-8", errors="replace") as f:
                 lines = sum(1 for line in f if line.strip())
             parts.append(f"{lines} line{'s' if lines != 1 else ''} of metrics")
-        return ", ".join(parts)
+        return "; ".join(parts)
 
     def _check_compatible(self, found: dict[str, Any]) -> None:
         for field in ("game", "network"):
@@ -457,7 +457,11 @@ class RunDirectory:
         shards, so one may find damage another does not: all resume from the oldest step any
         of them settled on, and the primary sets aside every newer step.
         """
-        state, step, damaged = restore_intact(self.manager, self.checkpoint_dir, like)
+        try:
+            state, step, damaged = restore_intact(self.manager, self.checkpoint_dir, like)
+        except ValueError as err:  # every step damaged: say what to do (eval only reads)
+            raise ValueError(f"{err}; start the run again with --overwrite (Python: "
+                             "overwrite=True) or train into another run directory") from None
         if jax.process_count() > 1:
             agreed = distributed.agree_min(NO_STEP if step is None else step)
             if agreed != (NO_STEP if step is None else step):  # another process found damage
