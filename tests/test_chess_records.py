@@ -2,6 +2,7 @@
 policies with the search's notes, action <-> move conversion, and encode_batch (spec §2.4)."""
 
 import io
+import re
 
 import chess
 import chess.pgn
@@ -13,7 +14,7 @@ import pytest
 import envs
 from envs import chess as ec
 from envs._src.chess.encode import encode_batch, states_from_fens
-from envs._src.chess.pgn import (GameRecord, games_to_pgn, move_comment, parse_comment,
+from envs._src.chess.pgn import (GameRecord, game_to_pgn, games_to_pgn, move_comment, parse_comment,
                                  record_games)
 from envs._src.chess.pychess import action_to_move, move_to_action, random_fens
 from turbozero.search import SearchOutput, random_actions
@@ -240,3 +241,49 @@ def test_trainer_games_to_pgn():
                 assert note is None
     with pytest.raises(ValueError, match="no jittable policy"):
         record_trainer_games(trainer, "stockfish", num_games=1, max_steps=2)
+
+
+FOOLS_MATE = ("f2f3", "e7e5", "g2g4", "d8h4")  # Black mates
+
+
+@pytest.mark.parametrize("result", ["1-0", "1/2-1/2", "*"])
+def test_pgn_refuses_a_result_that_contradicts_the_final_position(result):
+    """Issue 32: a record of a checkmate scored for the mated side (or as a draw, or as
+    unfinished) was written to PGN as it came."""
+    with pytest.raises(ValueError, match=rf"result {re.escape(result)} contradicts the final "
+                                         r"position \(checkmate, 0-1\)") as err:
+        game_to_pgn(GameRecord(FOOLS_MATE, result))
+    assert "\n" not in str(err.value)
+    assert "Qh4#" in game_to_pgn(GameRecord(FOOLS_MATE, "0-1"))
+
+
+def test_pgn_refuses_a_win_at_a_stalemate_or_a_dead_draw():
+    stalemate = "7k/4Q3/6K1/8/8/8/8/8 w - - 0 1"  # Qf7 leaves Black no move, not in check
+    with pytest.raises(ValueError, match=r"contradicts the final position \(stalemate"):
+        game_to_pgn(GameRecord(("e7f7",), "1-0", start_fen=stalemate))
+    game_to_pgn(GameRecord(("e7f7",), "1/2-1/2", start_fen=stalemate))
+    bare_kings = "8/8/8/4k3/8/3qK3/8/8 w - - 0 1"  # Kxd3: king against king
+    with pytest.raises(ValueError, match=r"\(insufficient_material, 1/2-1/2\)"):
+        game_to_pgn(GameRecord(("e3d3",), "0-1", start_fen=bare_kings))
+    # a recorder that does not apply the dead-draw rule may cut the game later: "*" stays
+    game_to_pgn(GameRecord(("e3d3",), "*", start_fen=bare_kings))
+    # a position not over by the rules takes any result (a resignation, an adjudication)
+    game_to_pgn(GameRecord(SCHOLAR[:3], "0-1"))
+
+
+@pytest.mark.parametrize("values,shares,msg", [
+    ((0.1, float("inf")), (0.5, 0.5), r"GameRecord.values\[1\] \(move 2\) must be a finite"),
+    ((0.1, -float("inf")), (0.5, 0.5), r"values\[1\]"),
+    ((0.1, 0.2), (0.5, float("inf")), r"shares\[1\] \(move 2\) must be a number in \[0, 1\]"),
+    ((0.1, 0.2), (1.5, 0.5), r"shares\[0\]"),
+])
+def test_non_finite_notes_are_refused_not_written(values, shares, msg):
+    """`v=+inf` was written into the move comments."""
+    with pytest.raises(ValueError, match=msg):
+        GameRecord(("e2e4", "e7e5"), "*", values=values, shares=shares)
+    with pytest.raises(ValueError, match="move_comment"):
+        move_comment(float("inf"), 0.5)
+    # NaN and None stay "no note": nothing is written for that move
+    text = games_to_pgn([GameRecord(("e2e4", "e7e5"), "*", values=(float("nan"), 0.25),
+                                    shares=(0.5, 0.75))])
+    assert "{ v=+0.25 p=0.75 }" in text and text.count("v=") == 1

@@ -41,6 +41,12 @@ class GameRecord:
     values[i]: the searched value of the position before move i, for the side making it.
     shares[i]: the share of the root's visits given to move i.
     headers: extra PGN tags (e.g. White, Black, Event, Termination).
+
+    A note is None or NaN (no note: nothing is written) or a finite number (a share in
+    [0, 1]); an infinite value is refused here rather than written as `v=+inf`, which no
+    reader of the notes can use. A result that contradicts the final position (a checkmate
+    scored for the mated side, a stalemate or dead draw scored as a win) is refused when the
+    record is written (`game_to_pgn`), which plays the moves through.
     """
 
     moves: tuple[str, ...]
@@ -59,12 +65,30 @@ class GameRecord:
             if notes is not None and len(notes) != len(self.moves):
                 raise ValueError(f"GameRecord.{name} has {len(notes)} entries for "
                                  f"{len(self.moves)} moves")
+            for i, x in enumerate(notes or ()):
+                if x is None or (isinstance(x, (int, float)) and math.isnan(x)):
+                    continue
+                _check_note(f"GameRecord.{name}[{i}] (move {i + 1})", x,
+                            (0.0, 1.0) if name == "shares" else None)
+
+
+def _check_note(what: str, x, bounds: Optional[tuple[float, float]]) -> None:
+    ok = isinstance(x, (int, float, np.floating, np.integer)) and not isinstance(x, bool) and \
+        math.isfinite(x)
+    if ok and bounds is not None:
+        ok = bounds[0] <= x <= bounds[1]
+    if not ok:
+        want = f"a number in [{bounds[0]:g}, {bounds[1]:g}]" if bounds else "a finite number"
+        raise ValueError(f"{what} must be {want} (or None: no note), got {x!r}")
 
 
 def move_comment(value: Optional[float], share: Optional[float]) -> str:
-    """The PGN comment of one move, `v=+0.12 p=0.45`; "" when the move has no notes."""
+    """The PGN comment of one move, `v=+0.12 p=0.45`; "" when the move has no notes (None or
+    NaN). ValueError for an infinite value or a share outside [0, 1]: never written."""
     if value is None or share is None or math.isnan(value) or math.isnan(share):
         return ""
+    _check_note("move_comment: value", value, None)
+    _check_note("move_comment: share", share, (0.0, 1.0))
     return f"v={value:+.2f} p={share:.2f}"
 
 
@@ -98,7 +122,28 @@ def game_to_pgn(record: GameRecord) -> str:
         comment = move_comment(record.values[i] if record.values else None,
                                record.shares[i] if record.shares else None)
         node = node.add_variation(move, comment=comment)
+    _check_result(record.result, board)
     return str(game)
+
+
+def _check_result(result: str, board) -> None:
+    """ValueError when `result` contradicts the final position `board`: at a checkmate or a
+    stalemate the result is the rules' own (every recorder ends the game there); at a draw
+    the rules impose without a claim (insufficient material, 75 moves, fivefold repetition) a
+    win is refused, while "*" stays allowed (a recorder may not apply those rules and cut the
+    game later). A position not over by the rules takes any result (a resignation, an
+    adjudication, a cap)."""
+    outcome = board.outcome(claim_draw=False)
+    if outcome is None:
+        return
+    reason = outcome.termination.name.lower()
+    if reason in ("checkmate", "stalemate"):
+        ok = result == outcome.result()
+    else:
+        ok = result in ("1/2-1/2", "*")
+    if not ok:
+        raise ValueError(f"result {result} contradicts the final position ({reason}, "
+                         f"{outcome.result()}): {board.fen()}")
 
 
 def games_to_pgn(records: Sequence[GameRecord]) -> str:
