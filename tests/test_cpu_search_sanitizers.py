@@ -1,5 +1,6 @@
 """The C++ unit tests of the CPU search path (cpp/tests/test_main.cpp: pool, tree search with
-subtree reuse, the queue stress run with stale generations, the threaded coordinator) built as
+subtree reuse, the queue stress run with stale generations, the threaded coordinator (also with a
+stalled root wait retried), refused evaluations, the fixed-point sums at the extremes) built as
 separate debug copies with AddressSanitizer + UndefinedBehaviorSanitizer and with
 ThreadSanitizer, and run clean (issue 21, item 6). Slow: two CMake builds."""
 
@@ -32,7 +33,7 @@ def _build_and_run(tmp_path: pathlib.Path, sanitize: str, env_extra: dict) -> st
                          env=env, timeout=600)
     out = run.stdout + run.stderr
     assert run.returncode == 0, out
-    assert "5 passed, 0 failed" in out, out
+    assert "8 passed, 0 failed" in out, out
     assert "ERROR: AddressSanitizer" not in out and "runtime error" not in out, out
     assert "WARNING: ThreadSanitizer" not in out, out
     return out
