@@ -26,6 +26,9 @@ def make(name: str, **config) -> Env:
 
     `"pgx/<id>"` wraps a deterministic pgx game (e.g. `"pgx/tic_tac_toe"`).
     """
+    if not isinstance(name, str):  # None.startswith was an AttributeError
+        raise ValueError(f"a game name must be a string, got {name!r}; available: "
+                         f"{', '.join(available_envs())}")
     if name.startswith("pgx/"):
         from envs.pgx_adapter import PgxAdapter
 

@@ -185,6 +185,7 @@ class Env(abc.ABC):
         action ends the game with the penalty, `step_count` counts the action. `transition`
         gets the state with `step_count` already advanced and a legal action. The observation
         is not refreshed here (callers decide whether to pay for it)."""
+        self._check_step_shapes(state, action)
         action = jnp.asarray(action, dtype=jnp.int32)
         illegal = self._illegal_players(state, action)
         done = state.terminated | state.truncated
@@ -212,9 +213,13 @@ class Env(abc.ABC):
         )
 
     def observe(self, state: State, player_id: Optional[Array] = None) -> Array:
-        """The observation of `state` from `player_id`'s point of view (default: to move)."""
+        """The observation of `state` from `player_id`'s point of view (default: to move).
+        A concrete `player_id` outside [0, num_players) is a ValueError (a traced one, inside
+        `jit`, cannot be checked: games clip or index it as their rules do)."""
         if player_id is None:
             player_id = state.current_player
+        else:
+            self._check_player(player_id, "observe")
         return jax.lax.stop_gradient(self._observe(state, player_id))
 
     # --------------------------------------------------------------- chance API
@@ -270,6 +275,46 @@ class Env(abc.ABC):
                              "use step(state, action)")
 
     # ------------------------------------------------------------- boundary checks
+    def _check_step_shapes(self, state: State, action: Any) -> None:
+        """ValueError for a step whose shapes or dtype are wrong, raised while tracing (shapes
+        and dtypes are static, so this also works under `jit`; values are not looked at):
+        a batch of states without `vmap`, a text action, a non-integer action (a float was
+        truncated to another move), a scalar or wrong-length joint action of a simultaneous
+        game, or an array where one action is expected. Without it these were raw JAX
+        broadcasting errors from inside the game, or silently a different move."""
+        batch = jnp.shape(state.step_count)
+        if batch != ():
+            raise ValueError(
+                f"{self.id}: step takes one game's state, got a batch of shape {batch}; "
+                "step a batch with jax.vmap(env.step)(states, actions[, keys])")
+        if isinstance(action, (str, bytes)):
+            raise ValueError(f"{self.id}: action {action!r} is text; step with "
+                             "env.string_to_action(state, text)")
+        dtype = getattr(action, "dtype", None)
+        if dtype is None:
+            dtype = np.asarray(action).dtype
+        expected = (self.num_players,) if self.is_simultaneous else ()
+        what = (f"one action per player, int[{self.num_players}]" if self.is_simultaneous
+                else "one integer action, shape ()")
+        if not jnp.issubdtype(dtype, jnp.integer):
+            raise ValueError(f"{self.id}: step expects {what}, got dtype {dtype}"
+                             + (" (a float action is not truncated to a move)"
+                                if jnp.issubdtype(dtype, jnp.floating) else ""))
+        shape = jnp.shape(action)
+        if shape != expected:
+            raise ValueError(f"{self.id}: step expects {what}, got shape {shape}")
+
+    def _check_player(self, player: Any, what: str) -> None:
+        """ValueError for a concrete player id outside [0, num_players) (traced: unchecked)."""
+        if isinstance(player, jax.core.Tracer):
+            return
+        p = np.asarray(player)
+        if p.shape != () or not np.issubdtype(p.dtype, np.integer):
+            raise ValueError(f"{self.id}: {what} takes one integer player id, got {player!r}")
+        if not 0 <= int(p) < self.num_players:
+            raise ValueError(f"{self.id}: {what}: player {int(p)} is out of range "
+                             f"[0, {self.num_players})")
+
     def check_action(self, state: State, action: Any) -> None:
         """Raise `ValueError` if `action` is illegal in a concrete (unbatched) `state`."""
         require_unbatched(state, f"{self.id}: check_action")

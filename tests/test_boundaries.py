@@ -123,3 +123,109 @@ def test_root_noise_still_jits_with_a_traced_alpha():
     legal = jnp.array([[True, False, True]])
     noise = jax.jit(lambda a: legal_dirichlet_noise(jax.random.PRNGKey(0), legal, a))(0.3)
     assert math.isclose(float(noise.sum()), 1.0, rel_tol=1e-6)
+
+
+# ------------------------------------------------------------------- env.step and helpers --
+@pytest.fixture(scope="module")
+def chess_env():
+    env = envs.make("chess")
+    return env, env.init(jax.random.PRNGKey(0))
+
+
+@pytest.fixture(scope="module")
+def pyrat_env():
+    env = envs.make("pyrat")
+    return env, env.init(jax.random.PRNGKey(0))
+
+
+def test_make_refuses_a_name_that_is_not_a_string():
+    # envs.make(None) was an AttributeError ('NoneType' object has no attribute 'startswith')
+    with pytest.raises(ValueError, match=r"a game name must be a string, got None; available: "):
+        envs.make(None)
+
+
+def test_step_names_a_batched_state_without_vmap(chess_env):
+    env, _ = chess_env
+    states = jax.vmap(env.init)(jax.random.split(jax.random.PRNGKey(0), 3))
+    for step in (env.step, jax.jit(env.step), env.transition):
+        with pytest.raises(ValueError, match=r"chess: step takes one game's state, got a batch "
+                                             r"of shape \(3,\); step a batch with jax.vmap"):
+            step(states, jnp.zeros(3, jnp.int32))
+    # under vmap the state is one game: fine
+    assert jax.vmap(env.step)(states, jnp.full(3, 1, jnp.int32)).step_count.shape == (3,)
+
+
+@pytest.mark.parametrize("action,msg", [
+    (3.0, r"got dtype float64 \(a float action is not truncated to a move\)"),
+    (jnp.float32(3.7), r"got dtype float32 \(a float action"),
+    ("e2e4", r"action 'e2e4' is text; step with env.string_to_action"),
+    (jnp.array([1, 2], jnp.int32), r"step expects one integer action, shape \(\), got shape \(2,\)"),
+    (True, r"got dtype bool"),
+])
+def test_step_refuses_float_text_and_array_actions(chess_env, action, msg):
+    env, state = chess_env
+    with pytest.raises(ValueError, match=msg) as err:
+        env.step(state, action)
+    _one_line(err)
+
+
+def test_step_checks_shapes_under_jit(chess_env):
+    """Inside jit the values are unknown but the shapes and dtypes are not: checked there too."""
+    env, state = chess_env
+    with pytest.raises(ValueError, match="float"):
+        jax.jit(env.step)(state, jnp.float32(3.0))
+    legal = int(np.flatnonzero(np.asarray(state.legal_action_mask))[0])
+    nxt = jax.jit(env.step)(state, jnp.int32(legal))  # an ordinary step still works
+    assert int(nxt.step_count) == 1 and not bool(nxt.terminated)
+
+
+@pytest.mark.parametrize("action,msg", [
+    (jnp.int32(1), r"pyrat: step expects one action per player, int\[2\], got shape \(\)"),
+    (jnp.array([1, 2, 3], jnp.int32), r"int\[2\], got shape \(3,\)"),
+    (jnp.array([1.0, 2.0]), r"int\[2\], got dtype float32"),
+    ([1.5, 2], r"got dtype float64"),
+])
+def test_simultaneous_step_needs_one_integer_action_per_player(pyrat_env, action, msg):
+    env, state = pyrat_env
+    with pytest.raises(ValueError, match=msg) as err:
+        env.step(state, action)
+    _one_line(err)
+    assert int(env.step(state, jnp.array([0, 1], jnp.int32)).step_count) == 1
+    assert int(env.step(state, [0, 1]).step_count) == 1
+
+
+@pytest.mark.parametrize("player", [5, -1, 2])
+def test_observe_refuses_a_player_out_of_range(chess_env, player):
+    """chess observe(state, 5) and observe(state, -1) returned an observation."""
+    env, state = chess_env
+    with pytest.raises(ValueError, match=rf"chess: observe: player {player} is out of range "
+                                         r"\[0, 2\)"):
+        env.observe(state, player)
+    with pytest.raises(ValueError, match="one integer player id"):
+        env.observe(state, 1.0)
+    np.testing.assert_array_equal(env.observe(state, 0), state.observation)
+    # a traced player (inside jit or vmap) is the game's to index: not checked, not broken
+    assert jax.jit(env.observe)(state, jnp.int32(1)).shape == state.observation.shape
+
+
+# ------------------------------------------------------------------------ training configs --
+@pytest.mark.parametrize("overrides,msg", [
+    (dict(num_envs="32"), r"^num_envs must be an integer >= 1, got '32'"),  # was "'<' not supported"
+    (dict(batch_size=2.5), r"^batch_size must be an integer >= 1, got 2.5"),
+    (dict(eval_every=-1), r"^eval_every must be an integer >= 0"),
+    (dict(seed=1.5), r"^seed must be an integer"),
+])
+def test_preset_overrides_are_checked_in_one_line(overrides, msg):
+    from turbozero.presets import get_preset
+
+    with pytest.raises(ValueError, match=msg) as err:
+        get_preset("pgx/tic_tac_toe", "tiny", **overrides)
+    _one_line(err)
+
+
+def test_every_preset_passes_the_checks():
+    from turbozero import presets
+
+    for game in presets._PRESETS:
+        for name in presets.available_presets(game):
+            presets.get_preset(game, name)

@@ -36,6 +36,7 @@ from turbozero.training.stored_observations import ObservationPlanes, check_form
 from turbozero.training.stored_policies import DensePolicy, check_policy_form
 from turbozero.training.trainer import Optimizer, StepRunner
 from turbozero.training.types import TrainState
+from turbozero.validation import check_int
 
 # the opponent every game has; "greedy" comes from the algorithm (its own network at 1 ply) or,
 # where a game registers one, from the game (turbozero.games)
@@ -99,12 +100,12 @@ class TrainConfig:
     def __post_init__(self) -> None:
         positive = ("num_envs", "collect_steps", "train_steps", "batch_size", "replay_capacity",
                     "num_iterations", "eval_games", "max_eval_steps")
+        # integers, not just comparable: get_preset(..., num_envs="32") was "'<' not supported"
         for name in positive:
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+            check_int(name, getattr(self, name), minimum=1)
         for name in ("eval_every", "checkpoint_every"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+            check_int(name, getattr(self, name), minimum=0)
+        check_int("seed", self.seed)
         if self.truncated_games is not None and not callable(
                 getattr(self.truncated_games, "rewards", None)):
             raise ValueError("truncated_games must be None or an object with rewards(env, "
