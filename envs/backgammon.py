@@ -24,7 +24,9 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from envs._src.backgammon import afterstates as afterstates_lib
 from envs._src.backgammon import notation, rules
+from envs.afterstates import Afterstates
 from envs._src.backgammon import render as render_lib
 from envs.core import Array, Env, PRNGKey, State, require_unbatched
 
@@ -136,6 +138,11 @@ class Backgammon(Env):
         moved = rules.apply_move(state.board, src - 1, die)
         board = jnp.where(is_move, moved, state.board)
         remaining = state.remaining - jnp.where(is_move, jnp.arange(1, 7) == die, 0)
+        return self._settle(state, board, remaining)
+
+    def _settle(self, state: BackgammonState, board: Array, remaining: Array) -> BackgammonState:
+        """`state` after its mover's checkers stand on `board` with `remaining` dice left: the
+        same player goes on, the turn passes (chance state) or the game is won."""
         won = board[rules.OFF] == 15
         rows = rules.simple_mask(board, remaining)
         turn_over = ~state.is_chance & ~won & ~jnp.any(rows)
@@ -180,6 +187,38 @@ class Backgammon(Env):
         outcome = jax.random.choice(key, rules.NUM_ROLLS, p=self._roll_probs)
         return self._roll(after, outcome)
 
+    # ------------------------------------------------------------ complete moves
+    # envs.afterstates.AfterstateEnv: every distinct result of a whole turn, for complete-move
+    # players and afterstate TD learning (docs/backgammon.md, "Complete moves")
+    max_afterstates = afterstates_lib.DEFAULT_MAX_AFTERSTATES
+    max_move_length = afterstates_lib.MAX_DICE
+
+    def afterstates(self, state: BackgammonState,
+                    max_afterstates: Optional[int] = None) -> Afterstates:
+        """The complete moves of a decision state whose dice are rolled (the rest of the turn
+        when some dice are already played), as `envs.afterstates.Afterstates` of M slots.
+
+        Each result is the state `step_deterministic` leaves after the move's micro-actions: a
+        chance state (opponent to roll) or the finished game. A player with no move gets the
+        pass. At a chance or finished state: `ValueError` when the state is concrete; inside
+        jit or vmap, every slot invalid. M (default `max_afterstates`) of 450 or more keeps every
+        move of a non-double roll; doubles beyond M are cut and `overflow` is set."""
+        m = self.max_afterstates if max_afterstates is None else max_afterstates
+        if isinstance(m, bool) or not isinstance(m, (int, np.integer)):
+            raise ValueError(f"max_afterstates must be an int, got {m!r}")
+        afterstates_lib.level_sizes(int(m))  # ValueError below the least size
+        flags = (state.is_chance, state.terminated, state.truncated)
+        if not any(isinstance(x, jax.core.Tracer) for x in flags):
+            if np.ndim(state.step_count) != 0:
+                raise ValueError("afterstates takes one state, got a batch of shape "
+                                 f"{np.shape(state.step_count)}; jax.vmap it over the batch")
+            if bool(state.is_chance):
+                raise ValueError("afterstates needs rolled dice: this is a chance state; "
+                                 "call step_chance (roll) first")
+            if bool(state.terminated) or bool(state.truncated):
+                raise ValueError("afterstates needs a live decision state: the game is over")
+        return _afterstates(self, state, int(m))
+
     # ---------------------------------------------------------------- chance API
     # The protocol's rules (absorbing, illegal actions, step count, no-op on decision states)
     # are applied by `Env.step_deterministic` / `step_chance` / `chance_outcome_probs`; these
@@ -215,6 +254,20 @@ class Backgammon(Env):
         if bool(state.is_chance) and not (bool(state.terminated) or bool(state.truncated)):
             raise ValueError("backgammon: this is a chance state; call step_chance (roll) first")
         super().check_action(state, action)
+
+
+def _afterstates(env: Backgammon, state: BackgammonState, m: int) -> Afterstates:
+    live = ~(state.is_chance | state.terminated | state.truncated)
+    level, overflow = afterstates_lib.complete_moves(state.board, state.remaining, live, m)
+    steps = jnp.sum(level.actions >= 0, axis=1).astype(jnp.int32)  # [M] micro-actions each
+
+    def result(board, remaining, n):
+        s = env._settle(state.replace(step_count=state.step_count + n), board, remaining)
+        return env._finalize(s)
+
+    states = jax.vmap(result)(level.board, level.remaining, steps)
+    return Afterstates(states=states, valid=level.valid, actions=level.actions,
+                       overflow=overflow)
 
 
 # ---------------------------------------------------------------------- module API

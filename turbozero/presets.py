@@ -19,6 +19,7 @@ from turbozero.training.acting import TemperatureSchedule
 from turbozero.training.loop import TrainConfig
 from turbozero.training.muzero import MuZeroConfig
 from turbozero.training.stored_observations import EnvStates
+from turbozero.training.td import TDConfig
 from turbozero.training.stored_policies import LegalPolicy
 from turbozero.training.trainer import Optimizer
 
@@ -102,6 +103,24 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             num_iterations=5000, eval_every=100, eval_games=1024, optimizer=Optimizer(learning_rate=1e-3),
             network={"hidden_sizes": (512, 512, 512, 512)}, search=SearchConfig(num_simulations=200),
             max_eval_steps=2000, eval_opponents=("random", "greedy"), temperature_schedule=_BACKGAMMON,
+        ),
+        # afterstate TD(lambda) with the 0-ply complete-move player (turbozero.training.td,
+        # docs/learning.md "Backgammon: afterstate TD"): sized for 2 CPU cores; 16 complete
+        # moves of 64 games an iteration, each afterstate sampled ~4 times from a replay of
+        # the last ~8 iterations
+        "td": dict(
+            num_envs=64, collect_steps=16, train_steps=16, batch_size=256, replay_capacity=128,
+            num_iterations=2000, eval_every=100, eval_games=64, checkpoint_every=50,
+            optimizer=Optimizer(learning_rate=1e-3), network={"hidden_sizes": (128, 128)},
+            search=TDConfig(), max_eval_steps=2000, eval_opponents=("random",),
+        ),
+        # the same for a GPU: more games a call, a wider network
+        "td-gpu": dict(
+            num_envs=1024, collect_steps=16, train_steps=64, batch_size=1024,
+            replay_capacity=64, num_iterations=5000, eval_every=250, eval_games=512,
+            checkpoint_every=250, optimizer=Optimizer(learning_rate=1e-3),
+            network={"hidden_sizes": (256, 256, 256)}, search=TDConfig(), max_eval_steps=2000,
+            eval_opponents=("random", "gnubg"),
         ),
     },
     "pgx/tic_tac_toe": {

@@ -181,6 +181,47 @@ class FourWayValue(ValueFormat):
         }
         return four_way_value_loss(value_out, targets, masks), metrics
 
+    # -- afterstate TD learning (turbozero.training.td): a target is a distribution over the
+    # game's outcomes, kept as joint probabilities, which mix linearly (a lambda-return is a
+    # weighted mix of later estimates); the conditional head is trained on it with soft
+    # targets and the probabilities of the conditions as masks, which is the masked 4-way loss
+    # of the spec in expectation over the outcomes.
+    outcome_size = 4
+
+    def expected_outcome(self, value_out: jax.Array) -> jax.Array:
+        """float32[..., 4] joint [P(win), P(gammon win), P(gammon loss), P(backgammon)] for
+        the player the value belongs to, from the head's logits."""
+        w, gwc, glc, bgr = jnp.moveaxis(jax.nn.sigmoid(value_out.astype(jnp.float32)), -1, 0)
+        gw, gl = w * gwc, (1.0 - w) * glc
+        return jnp.stack([w, gw, gl, (gw + gl) * bgr], axis=-1)
+
+    def flip_outcome(self, joint: jax.Array) -> jax.Array:
+        """The same distribution seen by the other player."""
+        return jnp.stack([1.0 - joint[..., 0], joint[..., 2], joint[..., 1], joint[..., 3]],
+                         axis=-1)
+
+    def outcome_of(self, points: jax.Array) -> jax.Array:
+        """The joint of a finished game in which the player scored `points` (±1, ±2, ±3)."""
+        points = jnp.asarray(points, jnp.float32)
+        won, gammon, bg = points > 0, jnp.abs(points) >= 2, jnp.abs(points) >= 3
+        return jnp.stack([won, won & gammon, ~won & gammon, bg], axis=-1).astype(jnp.float32)
+
+    def outcome_loss(self, value_out: jax.Array, joint: jax.Array) -> tuple[jax.Array, dict]:
+        """The masked 4-way loss against the outcome distribution `joint` [B, 4]: targets
+        [P(win), P(gammon | win), P(gammon | loss), P(bg | gammon)], masks [1, P(win),
+        P(loss), P(gammon)] (a one-hot joint gives the spec's targets and masks exactly)."""
+        w, gw, gl, bg = jnp.moveaxis(joint, -1, 0)
+        eps = 1e-6
+        gammon = gw + gl
+        targets = jnp.stack([w, gw / jnp.maximum(w, eps), gl / jnp.maximum(1.0 - w, eps),
+                             bg / jnp.maximum(gammon, eps)], axis=-1)
+        masks = jnp.stack([jnp.ones_like(w), w, 1.0 - w, gammon], axis=-1)
+        targets = jnp.clip(targets, 0.0, 1.0)
+        probs = jax.nn.sigmoid(value_out)
+        metrics = {"pred_win": probs[:, 0].mean(), "target_win": w.mean(),
+                   "pred_gam_win_cond": probs[:, 1].mean(), "pred_bg_rate": probs[:, 3].mean()}
+        return four_way_value_loss(value_out, targets, masks), metrics
+
 
 @dataclasses.dataclass(frozen=True)
 class SeatValues(ValueFormat):

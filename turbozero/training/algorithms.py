@@ -33,6 +33,7 @@ from turbozero.search.kernel import TreeSearchConfig
 from turbozero.search.selection import SpecPUCT
 from turbozero.search.mcgs import MCGSConfig, mcgs_search, network_eval_fn
 from turbozero.search.mctx_policies import NetworkEvaluator, SearchConfig, search
+from turbozero.search.afterstate import AfterstatePlayerConfig
 from turbozero.search.one_ply import OnePlyConfig, greedy_actions
 from turbozero.training import replay
 from turbozero.training.loss_fns import az_loss_fn, simultaneous_loss_fn
@@ -101,6 +102,12 @@ class Algorithm(abc.ABC):
     @abc.abstractmethod
     def check_env(cls, env: Env) -> None:
         """ValueError naming what `env` lacks for this algorithm."""
+
+    @classmethod
+    def accepts_eval_search(cls, eval_search_config: Any) -> bool:
+        """Whether this algorithm's network can be evaluated by `eval_search_config`
+        (default: a search config registered to this algorithm)."""
+        return algorithm_class(eval_search_config) is cls
 
     @classmethod
     def build_network(cls, spec: Any, env: Env, network_config: dict) -> Any:
@@ -276,8 +283,10 @@ class GraphSearch(Algorithm):
 # search config type -> the algorithm that trains with it (`register_algorithm` adds more)
 # OnePlyConfig is AlphaZero's too: an evaluation may look one move deep (its value head alone)
 # while self-play searches a tree
+# so is AfterstatePlayerConfig (complete moves by the value head, with expectimax look-ahead)
 ALGORITHMS: dict[type, type] = {SearchConfig: AlphaZero, TreeSearchConfig: AlphaZero,
-                                OnePlyConfig: AlphaZero, MCGSConfig: GraphSearch}
+                                OnePlyConfig: AlphaZero, AfterstatePlayerConfig: AlphaZero,
+                                MCGSConfig: GraphSearch}
 
 
 def register_algorithm(config_type: type, algorithm: type) -> None:
@@ -290,7 +299,8 @@ def register_algorithm(config_type: type, algorithm: type) -> None:
 # the library's algorithms outside this module register themselves when imported; a config
 # built from its own module (e.g. `turbozero.search.cpu.CPUSelfPlayConfig`) must still find its
 # algorithm, so they are imported before the first lookup
-_LIBRARY_ALGORITHMS = ("turbozero.training.muzero", "turbozero.training.cpu_alphazero")
+_LIBRARY_ALGORITHMS = ("turbozero.training.muzero", "turbozero.training.cpu_alphazero",
+                       "turbozero.training.td")
 
 
 def algorithm_class(search_config: Any) -> type:
@@ -311,7 +321,7 @@ def build_algorithm(env: Env, apply_fn: Callable, value_format: ValueFormat, sea
                     eval_search_config: Optional[Any] = None) -> Algorithm:
     """The algorithm for `search_config`, checked against `env` (ValueError if unsuitable)."""
     cls = algorithm_class(search_config)
-    if eval_search_config is not None and algorithm_class(eval_search_config) is not cls:
+    if eval_search_config is not None and not cls.accepts_eval_search(eval_search_config):
         raise ValueError(f"eval_search is a {type(eval_search_config).__name__} but the "
                          f"self-play search a {type(search_config).__name__}: use one kind")
     return cls(env, functools.partial(apply_fn, train=False), value_format, search_config,

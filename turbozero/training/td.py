@@ -1,0 +1,277 @@
+"""Afterstate TD(lambda): the TD-Gammon recipe as an algorithm the Trainer runs.
+
+Self-play picks complete moves (`envs.afterstates`) with the complete-move player
+(`turbozero.search.afterstate`, 0-ply by default), a uniformly random complete move with
+probability `exploration`. The network learns the value of afterstates (the position after a
+complete move, the opponent to roll), seen from the player to roll there, as the value format's
+outcome distribution (`expected_outcome`; the 4-way head's joint outcome probabilities).
+
+Targets (the forward view of TD(lambda), computed from the values stored when each move was
+chosen): for a game's afterstates a_1, a_2, ... with estimates V_t (each for the player to roll
+at a_t, who moves next),
+
+    G_t = flip( (1 - lambda) V_{t+1} + lambda G_{t+1} )
+    G_t = flip( outcome )            when a_{t+1} ends the game (exact, the spec's targets)
+    G_t = flip( V_{t+1} )            when a_{t+1} is the newest afterstate of a game going on
+
+`lambda = 0` is one-step TD, `lambda = 1` the game's outcome (Monte Carlo). The loss is the
+value format's `outcome_loss` (the masked 4-way BCE with soft targets). The policy head is not
+trained. docs/training.md, "Afterstate TD learning", has the choices and their measurements.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Optional
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from envs.core import Env, State
+from turbozero.search.afterstate import (AfterstatePlayerConfig, afterstate_search, check_env,
+                                         choose_afterstates)
+from turbozero.search.mctx_policies import NetworkEvaluator
+from turbozero.training import collector as collector_lib
+from turbozero.training.algorithms import Algorithm, register_algorithm
+from turbozero.training.loss_fns import _total_loss
+
+
+@dataclasses.dataclass(frozen=True)
+class TDConfig:
+    """Self-play settings of afterstate TD learning (`TrainConfig.search`; module docstring).
+
+    player: the complete-move player of self-play (0-ply by default). td_lambda: the lambda of
+    the targets, in [0, 1]. exploration: probability of a uniformly random complete move."""
+
+    player: AfterstatePlayerConfig = AfterstatePlayerConfig()
+    td_lambda: float = 0.7
+    exploration: float = 0.02
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.player, AfterstatePlayerConfig):
+            raise ValueError(f"player must be an AfterstatePlayerConfig, got {self.player!r}")
+        for name in ("td_lambda", "exploration"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
+                raise ValueError(f"{name} must be a number in [0, 1], got {v!r}")
+
+
+@struct.dataclass
+class TDReplay:
+    """One row per game, one column per move, in the order played (ring of T columns)."""
+
+    observation: jax.Array  # float32[E, T, *obs] the afterstate, from the player to roll
+    outcome: jax.Array  # float32[E, T, R] its estimate then (exact when the game ended there)
+    finished: jax.Array  # bool[E, T] the move ended the game
+    written: jax.Array  # bool[E, T]
+    target: jax.Array  # float32[E, T, R] lambda-return target (where has_target)
+    has_target: jax.Array  # bool[E, T] trainable: written, not finished, target known
+    ptr: jax.Array  # int32 next column
+    num_writes: jax.Array  # int32 columns written so far
+
+
+class TDExperience(struct.PyTreeNode):
+    observation: jax.Array  # float32[B, *obs]
+    target: jax.Array  # float32[B, R]
+
+
+def lambda_targets(outcome: jax.Array, finished: jax.Array, written: jax.Array,
+                   flip, td_lambda: float) -> tuple[jax.Array, jax.Array]:
+    """(target float32[T, R], has_target bool[T]) for one game row, oldest move first.
+
+    `outcome[t]`: move t's estimate for the player to roll after it (exact if `finished[t]`);
+    `flip` turns a distribution to the other player's view. A move has a target when it is
+    written, did not end the game and the next move is written (the newest has none)."""
+    t_len = outcome.shape[0]
+
+    def back(carry, t):
+        g_next, ok_next = carry  # G_{t+1} and whether it is defined
+        nxt = jnp.minimum(t + 1, t_len - 1)
+        v_next = outcome[nxt]
+        # the next move ended the game, or has no return of its own: its value alone
+        alone = finished[nxt] | ~ok_next
+        g = flip(jnp.where(alone, v_next, (1.0 - td_lambda) * v_next + td_lambda * g_next))
+        ok = written[t] & ~finished[t] & (t + 1 < t_len) & written[nxt]
+        return (g, ok), (g, ok)
+
+    init = (jnp.zeros_like(outcome[0]), jnp.asarray(False))
+    _, (g, ok) = jax.lax.scan(back, init, jnp.arange(t_len), reverse=True)
+    return g, ok
+
+
+class AfterstateTD(Algorithm):
+    """Afterstate TD(lambda) with complete-move self-play (module docstring)."""
+
+    def __init__(self, env, apply_fn, value_format, search_config, eval_search_config=None):
+        if not isinstance(search_config, TDConfig):
+            raise ValueError(f"AfterstateTD trains with a TDConfig, got {search_config!r}")
+        for name in ("expected_outcome", "flip_outcome", "outcome_of", "outcome_loss"):
+            if not callable(getattr(value_format, name, None)):
+                raise ValueError(f"afterstate TD needs a value format with outcome "
+                                 f"distributions ({name}); {value_format.name} has none")
+        if eval_search_config is None:
+            eval_search_config = search_config.player
+        if not isinstance(eval_search_config, AfterstatePlayerConfig):
+            raise ValueError("a TD-trained network is evaluated by a complete-move player: "
+                             "eval_search must be an AfterstatePlayerConfig, got "
+                             f"{type(eval_search_config).__name__}")
+        super().__init__(env, apply_fn, value_format, search_config, eval_search_config)
+        self.evaluator = NetworkEvaluator(apply_fn, value_format)
+
+    @classmethod
+    def check_env(cls, env: Env) -> None:
+        check_env(env)
+
+    @classmethod
+    def accepts_eval_search(cls, eval_search_config: Any) -> bool:
+        return isinstance(eval_search_config, AfterstatePlayerConfig)
+
+    def check_truncated_games(self, truncated_games, self_play_max_moves=None) -> None:
+        if truncated_games is not None or self_play_max_moves is not None:
+            raise ValueError("afterstate TD plays every game to its end: truncated_games and "
+                             "self_play_max_moves must be None")
+
+    # ------------------------------------------------------------------- acting
+    def self_play_policy(self, variables, states, key):
+        del key
+        return afterstate_search(self.env, self.evaluator, variables, states,
+                                 self.search_config.player).policy
+
+    def act(self, variables, states, key):
+        del key
+        return afterstate_search(self.env, self.evaluator, variables, states,
+                                 self.eval_search_config).action
+
+    def builtin_opponents(self):
+        player = AfterstatePlayerConfig(max_afterstates=self.search_config.player.max_afterstates)
+
+        def greedy(variables, states, key):
+            del key
+            return afterstate_search(self.env, self.evaluator, variables, states, player).action
+
+        return {"greedy": greedy}
+
+    # ------------------------------------------------------------------ self-play
+    def init_replay(self, num_envs, capacity, states, form=None, policy_form=None):
+        del form, policy_form  # afterstate observations, no policy targets
+        obs = jax.vmap(self.env.observe)(states)
+        r = self.value_format.outcome_size
+        return TDReplay(
+            observation=jnp.zeros((num_envs, capacity) + obs.shape[1:], obs.dtype),
+            outcome=jnp.zeros((num_envs, capacity, r), jnp.float32),
+            finished=jnp.zeros((num_envs, capacity), jnp.bool_),
+            written=jnp.zeros((num_envs, capacity), jnp.bool_),
+            target=jnp.zeros((num_envs, capacity, r), jnp.float32),
+            has_target=jnp.zeros((num_envs, capacity), jnp.bool_),
+            ptr=jnp.zeros((), jnp.int32),
+            num_writes=jnp.zeros((), jnp.int32),
+        )
+
+    def _choose(self, variables, states: State, key):
+        """Each game's complete move: the player's choice, or with probability `exploration`
+        a uniformly random one. Returns (the afterstate [E], its estimate for the player to
+        roll there [E, R] (the exact outcome if the move ended the game), finished bool[E])."""
+        cfg = self.search_config
+        moves, best, _ = choose_afterstates(self.env, self.evaluator, variables, states,
+                                            cfg.player)
+        e, m = moves.valid.shape
+        k_explore, k_pick = jax.random.split(key)
+        uniform = jax.random.uniform(k_pick, (e, m))
+        random_pick = jnp.argmax(jnp.where(moves.valid, uniform, -1.0), axis=1)
+        explore = jax.random.uniform(k_explore, (e,)) < cfg.exploration
+        pick = jnp.where(explore, random_pick, best)
+        chosen = jax.tree_util.tree_map(lambda x: x[jnp.arange(e), pick], moves.states)
+        _, value_out = self.apply_fn(variables, chosen.observation)
+        joint = self.value_format.expected_outcome(value_out)  # for the player to roll
+        finished = chosen.terminated | chosen.truncated
+        reward = jnp.take_along_axis(chosen.rewards, states.current_player[:, None], axis=1)[:, 0]
+        # a finished game is its exact outcome, seen by the player "to roll" there: the loser
+        exact = self.value_format.outcome_of(-reward)
+        return chosen, jnp.where(finished[:, None], exact, joint), finished
+
+    def collect_games(self, env, policy_fn, variables, collector, buffer: TDReplay, key,
+                      num_steps, schedule=None, risk=None, iteration=0, truncated_games=None,
+                      max_moves=None):
+        """`num_steps` complete moves in every game (lax.scan), each afterstate written to the
+        replay; the lambda-return targets are computed again over the whole replay after."""
+        del policy_fn, schedule, risk, iteration, truncated_games, max_moves
+        num_envs = collector.episode_id.shape[0]
+
+        def one_turn(carry, k):
+            col, buf, stats = carry
+            k_move, k_roll, k_reset = jax.random.split(k, 3)
+            s = col.env_state
+            after, outcome, finished = self._choose(variables, s, k_move)
+            col_i = buf.ptr
+            buf = buf.replace(
+                observation=buf.observation.at[:, col_i].set(after.observation),
+                outcome=buf.outcome.at[:, col_i].set(outcome),
+                finished=buf.finished.at[:, col_i].set(finished),
+                written=buf.written.at[:, col_i].set(True),
+                ptr=(buf.ptr + 1) % buf.written.shape[1],
+                num_writes=buf.num_writes + 1,
+            )
+            ret = col.return_so_far + after.rewards
+            rolled = jax.vmap(env.sample_chance)(after, jax.random.split(k_roll, num_envs))
+            fresh = jax.vmap(env.init)(jax.random.split(k_reset, num_envs))
+            nxt = jax.tree_util.tree_map(
+                lambda a, b: jnp.where(finished.reshape((-1,) + (1,) * (a.ndim - 1)), a, b),
+                fresh, rolled)
+            col = col.replace(
+                env_state=nxt,
+                episode_id=jnp.where(finished, col.episode_id + num_envs, col.episode_id),
+                return_so_far=jnp.where(finished[:, None], 0.0, ret))
+            stats = collector_lib.CollectStats(
+                episodes_finished=stats.episodes_finished + finished.sum(),
+                outcome_sum=stats.outcome_sum + jnp.where(finished[:, None], ret, 0.0).sum(0),
+                positions=stats.positions + num_envs)
+            return (col, buf, stats), None
+
+        stats0 = collector_lib.CollectStats(
+            episodes_finished=jnp.zeros((), jnp.int32),
+            outcome_sum=jnp.zeros((env.num_players,), jnp.float32),
+            positions=jnp.zeros((), jnp.int32))
+        (collector, buffer, stats), _ = jax.lax.scan(
+            one_turn, (collector, buffer, stats0), jax.random.split(key, num_steps))
+        return collector, self._with_targets(buffer), stats
+
+    def _with_targets(self, buf: TDReplay) -> TDReplay:
+        """Every row's lambda-return targets, from its moves in the order played."""
+        t_len = buf.written.shape[1]
+        order = (buf.ptr + jnp.arange(t_len)) % t_len  # oldest first
+
+        def row(outcome, finished, written):
+            g, ok = lambda_targets(outcome[order], finished[order], written[order],
+                                   self.value_format.flip_outcome,
+                                   float(self.search_config.td_lambda))
+            inv = jnp.zeros(t_len, jnp.int32).at[order].set(jnp.arange(t_len))
+            return g[inv], ok[inv]
+
+        target, has = jax.vmap(row)(buf.outcome, buf.finished, buf.written)
+        return buf.replace(target=target, has_target=has)
+
+    # ------------------------------------------------------------------ learning
+    def sample(self, buffer: TDReplay, key, batch_size):
+        e, t = buffer.has_target.shape
+        w = buffer.has_target.reshape(-1).astype(jnp.float32)
+        p = jnp.where(w.sum() > 0, w / jnp.maximum(w.sum(), 1.0), 1.0 / (e * t))
+        idx = jax.random.choice(key, e * t, (batch_size,), p=p)
+        obs = buffer.observation.reshape((e * t,) + buffer.observation.shape[2:])[idx]
+        return TDExperience(observation=obs, target=buffer.target.reshape(e * t, -1)[idx])
+
+    def loss_fn(self, params, train_state, experience: TDExperience, l2_reg_lambda=0.0):
+        variables = {"params": params}
+        mutable: list[str] = []
+        if train_state.batch_stats is not None:
+            variables["batch_stats"] = train_state.batch_stats
+            mutable = ["batch_stats"]
+        (_, value_out), updates = train_state.apply_fn(
+            variables, experience.observation, train=True, mutable=mutable)
+        value_loss, metrics = self.value_format.outcome_loss(value_out, experience.target)
+        return _total_loss(params, jnp.zeros(()), value_loss, l2_reg_lambda, metrics, updates)
+
+
+register_algorithm(TDConfig, AfterstateTD)
+
+__all__ = ["AfterstateTD", "TDConfig", "TDExperience", "TDReplay", "lambda_targets"]
