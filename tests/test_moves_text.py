@@ -83,6 +83,8 @@ def test_match_by_end_position_and_hits():
     assert mt.match_move(START, "24/23 24/21", legal) == 2
     with pytest.raises(ValueError, match=r"^illegal: 8/5 is not a legal complete move$"):
         mt.match_move(START, "8/5", legal)  # half a move
+    with pytest.raises(ValueError, match=r"^illegal: 8/5 is not a legal complete move for 3-1$"):
+        mt.match_move(START, "8/5", legal, roll="3-1")
     with pytest.raises(ValueError, match=r"^illegal: 7/4 6/5: no checker of yours on 7$"):
         mt.match_move(START, "7/4 6/5", legal)
     with pytest.raises(ValueError, match=r"^illegal: 6/5 5/1: 1 is blocked \(2 checkers"):

@@ -208,6 +208,15 @@ def _eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _play(args: argparse.Namespace) -> int:
+    from turbozero.play import load_agent, move_text_for, play_game
+
+    text = move_text_for(args.game)  # before loading: a game without move text fails at once
+    first = "human" if args.human_first else "agent" if args.agent_first else None
+    return play_game(load_agent(args.game, args.run_dir, args.plies), text, seed=args.seed,
+                     first=first)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="turbozero", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -255,6 +264,22 @@ def build_parser() -> argparse.ArgumentParser:
                         "eval_search.num_simulations=512 (the run directory is not changed)")
     e.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     e.set_defaults(func=_eval)
+    y = sub.add_parser("play", help="play a run's agent yourself, typing moves in the terminal",
+                       description="Play GAME against the newest checkpoint of RUN_DIR: the "
+                       "complete-move player over its network (docs/backgammon.md, 'Play it').")
+    from turbozero.play import playable_games  # the games whose moves it can read
+
+    y.add_argument("game", metavar="GAME", choices=playable_games(),
+                   help="one of: " + ", ".join(playable_games()))
+    y.add_argument("run_dir", metavar="RUN_DIR")
+    y.add_argument("--plies", type=int, choices=(0, 1, 2), default=0,
+                   help="the agent's look-ahead over the dice (default 0: its network alone)")
+    y.add_argument("--seed", type=int, default=None, help="dice and opening (default: random)")
+    y_first = y.add_mutually_exclusive_group()
+    y_first.add_argument("--human-first", action="store_true", help="you play the opening roll")
+    y_first.add_argument("--agent-first", action="store_true",
+                         help="the agent plays the opening roll (default: the roll decides)")
+    y.set_defaults(func=_play)
     p = sub.add_parser("presets", help="list the presets of a game: sizes and times")
     p.add_argument("game", metavar="GAME", help="one of: " + ", ".join(games))
     p.set_defaults(func=_presets)

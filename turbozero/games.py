@@ -74,6 +74,9 @@ class GameSpec:
     trunk: str  # "mlp" (flat), "resnet" (boards, channels-last), "two_player" (simultaneous)
     notes: str = ""
     opponents: tuple = ()  # Opponent objects beyond random and the algorithm's greedy
+    # "module:attribute" of the game's complete-move text for `turbozero play` (a person
+    # against a run's agent; turbozero.play.MoveText); "" where the game has none
+    move_text: str = ""
 
     @property
     def referees(self) -> tuple:
@@ -85,7 +88,8 @@ GAMES: dict[str, GameSpec] = {
     "backgammon": GameSpec("backgammon", FourWayValue(), "mlp", "4-way conditional value head (equity)",
                            (Opponent("gnubg", "gnubg = GNU Backgammon at 0-ply (its neural net, "
                                      "no lookahead)", match=_gnubg_match, module="gnubg",
-                                     install='pip install -e ".[backgammon]"'),)),
+                                     install='pip install -e ".[backgammon]"'),),
+                           move_text="envs._src.backgammon.moves_text:MOVE_TEXT"),
     "chess": GameSpec("chess", WDLValue(), "resnet", "WDL value head, docs/chess.md",
                       (Opponent("material", "material = 1-ply material-greedy (P1 N3 B3 R5 Q9, "
                                 "mate first, ties at random)", policy=material_policy),

@@ -227,10 +227,10 @@ def _effects(board: np.ndarray, legal: Sequence[Sequence[Step]]) -> tuple[np.nda
     return counts, hits
 
 
-def match_move(board, text: str, legal: Sequence[Sequence[Step]]) -> int:
+def match_move(board, text: str, legal: Sequence[Sequence[Step]], roll: str = "") -> int:
     """Which of the `legal` complete moves (each its steps from `board`, the mover's side) the
     typed `text` is; ValueError with a one-line reason: "not a move: ..." when it cannot be
-    read, "illegal: ..." when it reads but is none of them.
+    read, "illegal: ..." when it reads but is none of them (naming `roll`, e.g. "3-1").
 
     Read by its end position: where the typed hops leave the mover's checkers must be where a
     legal move leaves them. A hop longer than one die passes over points the text may not
@@ -261,7 +261,7 @@ def match_move(board, text: str, legal: Sequence[Sequence[Step]]) -> int:
     counts, hits = _effects(b, legal) if len(legal) else (np.zeros((0, 26)), np.zeros((0, 25)))
     ok = np.all(counts == mine, axis=1) & ~np.any(required & ~hits, axis=1)
     if not ok.any():
-        raise ValueError(f"illegal: {_why_not(b, hops, text)}")
+        raise ValueError(f"illegal: {_why_not(b, hops, text, roll)}")
     extra = np.where(ok, np.sum(hits & ~required, axis=1), 99)
     best = np.flatnonzero(extra == extra.min()).tolist()
     if len(best) > 1:  # two routes each hitting a different unmarked blot
@@ -270,7 +270,7 @@ def match_move(board, text: str, legal: Sequence[Sequence[Step]]) -> int:
     return best[0]
 
 
-def _why_not(board: np.ndarray, hops: Sequence[Hop], text: str) -> str:
+def _why_not(board: np.ndarray, hops: Sequence[Hop], text: str, roll: str) -> str:
     """A reason a typed move is not legal: a hop that cannot be made (no checker there, the
     point blocked), a checker left on the bar, else only that it is no legal complete move."""
     # far to near, so that a hop from a point comes after the hop that brings a checker there
@@ -282,7 +282,7 @@ def _why_not(board: np.ndarray, hops: Sequence[Hop], text: str) -> str:
         return f"{text.strip()}: {err}"
     if board[BAR] > 0 and not any(h.start == BAR_POINT for h in hops):
         return f"{text.strip()}: you have a checker on the bar; enter it first (bar/..)"
-    return f"{text.strip()} is not a legal complete move"
+    return f"{text.strip()} is not a legal complete move" + (f" for {roll}" if roll else "")
 
 
 def roll_text(dice) -> str:
@@ -302,15 +302,17 @@ def result_name(points: float) -> str:
 class BackgammonMoveText:
     """Backgammon for `turbozero play` (`turbozero.play.MoveText`): states are the env's."""
 
-    help = ("a move is its checkers' hops from your side, 24 -> 1: 8/5 6/5, bar/22 13/11, "
-            "6/off 5/off (or 6/0), 13/7*/2 (a hit marked '*', optional), 24/20(2) (twice), "
-            "24/22 22/20 = 24/20; parts in any order, separated by spaces or commas; "
-            "bar = 25, off = 0, '-' for '/' also read")
+    help = ("you are X on the board when asked for a move, moving 24 -> 1 (home 1-6, then "
+            "off); a move is its checkers' hops: 8/5 6/5, bar/22 13/11, 6/off 5/off (or 6/0), "
+            "13/7*/2 (a hit marked '*', optional), 24/20(2) (twice), 24/22 22/20 = 24/20; "
+            "parts in any order, separated by spaces or commas; bar = 25, off = 0; '-' for '/'")
 
     def board(self, state) -> str:
         from envs.backgammon import render_text  # the env's own drawing
 
-        return render_text(state)
+        drawing = render_text(state)
+        # a finished game is drawn from its winner's side (the env keeps that board)
+        return drawing + ("\nX is the winner" if bool(state.terminated) else "")
 
     def roll(self, state) -> str:
         return roll_text(np.asarray(state.dice))
@@ -320,10 +322,16 @@ class BackgammonMoveText:
 
     def match(self, state, text: str, legal) -> int:
         return match_move(np.asarray(state.board), text,
-                          [steps_from_actions(a) for a in legal])
+                          [steps_from_actions(a) for a in legal], self.roll(state))
 
     def result(self, points: float) -> str:
         return result_name(points)
+
+    def sort_key(self, move: str) -> list[int]:
+        """Moves listed as gnubg orders parts: by their points, far to near (bar 25, off 0)."""
+        words = re.findall(r"bar|off|\d+", re.sub(r"\(\d\)", "", move))  # not the counts
+        return [-(BAR_POINT if w == "bar" else OFF_POINT if w == "off" else int(w))
+                for w in words]
 
 
 MOVE_TEXT = BackgammonMoveText()  # turbozero.games: GameSpec.move_text
