@@ -7,6 +7,7 @@ import argparse
 import contextlib
 import json
 import os
+import shlex
 import sys
 import time
 import warnings
@@ -129,6 +130,7 @@ def _train(args: argparse.Namespace) -> int:
 
 def _train_run(args: argparse.Namespace, primary: bool) -> int:
     from turbozero.training import Trainer
+    from turbozero.training.loop import TrainingInterrupted
 
     from turbozero.training.checkpoints import write_json_atomic
 
@@ -138,7 +140,8 @@ def _train_run(args: argparse.Namespace, primary: bool) -> int:
     run_dir = args.run_dir or os.path.join(
         "runs", f"{args.game.replace('/', '_')}-{preset}-{time.strftime('%Y%m%d-%H%M%S')}"
     )
-    trainer = Trainer(config, run_dir, resume=args.resume, overwrite=args.overwrite)
+    trainer = Trainer(config, run_dir, resume=args.resume, overwrite=args.overwrite,
+                      tensorboard=args.tensorboard)
     if not args.resume and primary:  # the command that made the run; the config is in the marker
         write_json_atomic(os.path.join(trainer.run_dir.path, "cli.json"),
                           {"game": args.game, "preset": preset, "set": args.set or [],
@@ -147,8 +150,11 @@ def _train_run(args: argparse.Namespace, primary: bool) -> int:
     if int(trainer.state.iteration) >= config.num_iterations:
         print(f"the run has done its {config.num_iterations} iterations; --iterations N trains "
               "it on to iteration N")
-        trainer.run_dir.close()
+        _close(trainer)
         return 0
+    if trainer.tensorboard is not None:
+        print(f"tensorboard: tensorboard --logdir {trainer.tensorboard.log_dir}")
+    print(report.explain_losses(config.search))  # the numbers the bar and the summary show
     trained: list[dict] = []
     evaluated: list[dict] = []
 
@@ -157,16 +163,25 @@ def _train_run(args: argparse.Namespace, primary: bool) -> int:
             trained.append(record)
         if report.eval_results(record):
             if args.no_progress and not evaluated:  # with a progress bar, Trainer.run says it
-                print("evaluation opponents: " + "; ".join(
-                    report.describe_opponent(opp, trainer.env) for opp in config.eval_opponents))
+                print(report.explain_evaluation(
+                    [report.describe_opponent(opp, trainer.env) for opp in config.eval_opponents]))
             evaluated.append(record)
             tqdm_write(report.format_iteration(record))
 
-    trainer.run(progress=not args.no_progress, callback=on_record)
-    trainer.run_dir.close()
+    try:
+        trainer.run(progress=not args.no_progress, callback=on_record)
+    except TrainingInterrupted as stop:  # Ctrl-C: the run is left resumable, one line says how
+        _close(trainer)
+        line = f"turbozero: {stop.message()}"
+        if stop.checkpoint is not None:
+            line += (f": turbozero train {args.game} --resume --run-dir "
+                     f"{shlex.quote(trainer.run_dir.path)}")
+        print(line, file=sys.stderr)
+        return 130
+    _close(trainer)
     if trained:
         k = max(1, min(3, len(trained) // 3))
-        for name in ("loss", "policy_loss", "value_loss"):
+        for name in [n for n in report.LOSS_PARTS_ORDER if all(n in r for r in trained)]:
             first = sum(r[name] for r in trained[:k]) / k
             end = sum(r[name] for r in trained[-k:]) / k
             print(f"{name}: {first:.4f} -> {end:.4f} (mean of the first / last {k} trained iterations)")
@@ -178,6 +193,13 @@ def _train_run(args: argparse.Namespace, primary: bool) -> int:
             print(f"  {report.format_match(opp, result)}")
     print(f"metrics: {trainer.run_dir.metrics_path}")
     return 0
+
+
+def _close(trainer) -> None:
+    """The run directory's checkpoint manager and the TensorBoard writer, closed."""
+    trainer.run_dir.close()
+    if trainer.tensorboard is not None:
+        trainer.tensorboard.close()
 
 
 def tqdm_write(msg: str) -> None:
@@ -199,8 +221,21 @@ def _eval(args: argparse.Namespace) -> int:
     trainer = Trainer(config)  # no run directory: evaluating reads the run, never writes it
     # the network only: a run saved by another version (other replay fields) still evaluates
     trainer.state, _ = load_checkpoint(args.run_dir, trainer.state, restore_network)
-    result = trainer.evaluate(args.opponent)
     iteration = int(trainer.state.iteration)
+    # games over / games, on stderr (a terminal only: tqdm's disable=None), or the wait for a
+    # long match looks like a hang
+    bar = report.tqdm_class()(total=config.eval_games, unit="game", leave=False,
+                              desc=f"iteration {iteration} vs {args.opponent}",
+                              disable=True if args.no_progress else None)
+
+    def progress(finished: int, games: int, steps: int) -> None:
+        bar.update(finished - bar.n)
+        bar.set_postfix_str(f"move {steps}")
+
+    try:
+        result = trainer.evaluate(args.opponent, progress=progress)
+    finally:
+        bar.close()
     if args.json:
         print(json.dumps({"iteration": iteration, "opponent": args.opponent, **result}))
     else:
@@ -217,13 +252,40 @@ def _play(args: argparse.Namespace) -> int:
                      first=first)
 
 
+def _notes(title: str, notes: dict) -> str:
+    """A help section: one wrapped paragraph per note."""
+    import textwrap
+
+    return title + "\n" + "\n".join(
+        textwrap.fill(f"{k}: {v}", width=94, initial_indent="  ", subsequent_indent="    ")
+        for k, v in notes.items())
+
+
+OPPONENT_NOTES = {name: text.split(" = ", 1)[1] for name, text in
+                  report.GENERIC_OPPONENTS.items()}
+OPPONENT_NOTES["gnubg, material, stockfish"] = (
+    "what a game registers (backgammon: GNU Backgammon at 0-ply; chess: 1-ply material greedy, "
+    "Stockfish skill 0 depth 1); the first evaluation prints what each opponent is")
+TRAIN_EPILOG = "\n\n".join([
+    _notes("the loss parts (the progress bar, metrics.jsonl, the summary at the end):",
+           {"loss": "policy_loss + value_loss for AlphaZero; MuZero (gomoku) weights its "
+                    "parts, printed at the start of the run", **report.LOSS_PARTS}),
+    _notes("evaluation opponents:", OPPONENT_NOTES),
+    _notes("evaluation results:", report.COLUMNS),
+    "Ctrl-C stops the run resumable: the last completed iteration is saved as a checkpoint,\n"
+    "and one line gives the command that resumes it (turbozero train GAME --resume --run-dir RUN)."])
+EVAL_EPILOG = "\n\n".join([_notes("opponents:", OPPONENT_NOTES),
+                            _notes("columns:", report.COLUMNS)])
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="turbozero", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     games = games_with_presets()
     t = sub.add_parser("train", help="train a game with a preset",
                        description="Train GAME with a preset; `turbozero presets GAME` lists "
-                       "the presets with their sizes and times.")
+                       "the presets with their sizes and times.",
+                       epilog=TRAIN_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     t.add_argument("game", metavar="GAME", choices=games, help="one of: " + ", ".join(games))
     t.add_argument("--preset", default=None,
                    help=f"preset name (default: {DEFAULT_PRESET}; with --resume: the run's own "
@@ -241,7 +303,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override a config field, checked against its type; repeatable. "
                    "Nested: search.num_simulations=16; tuples: eval_opponents=random,greedy; "
                    'dicts merge: network={"num_filters": 8} or network.num_filters=8')
-    t.add_argument("--no-progress", action="store_true")
+    t.add_argument("--no-progress", action="store_true",
+                   help="no progress bar (the evaluations still print one line per opponent)")
+    t.add_argument("--tensorboard", action="store_true",
+                   help="also write the metrics as TensorBoard events to RUN_DIR/tensorboard/ "
+                   "(needs the tensorboard extra: pip install -e \".[tensorboard]\"); "
+                   "give it again with --resume")
     d = t.add_argument_group(
         "several processes (jax.distributed; docs/training.md, \"Several processes and machines\")")
     d.add_argument("--distributed", action="store_true",
@@ -253,7 +320,9 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--num-processes", type=int, default=None, metavar="N")
     d.add_argument("--process-id", type=int, default=None, metavar="I", help="0 .. N-1")
     t.set_defaults(func=_train)
-    e = sub.add_parser("eval", help="play a checkpoint against a baseline")
+    e = sub.add_parser("eval", help="play a checkpoint against a baseline",
+                       description="Play the newest checkpoint of RUN_DIR against an opponent.",
+                       epilog=EVAL_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     e.add_argument("run_dir")
     e.add_argument("--opponent", default="random",
                    help="random, greedy, or an opponent the game registers (gnubg for "
@@ -263,6 +332,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override a field of the run's config for this evaluation only, e.g. "
                         "eval_search.num_simulations=512 (the run directory is not changed)")
     e.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    e.add_argument("--no-progress", action="store_true",
+                   help="no progress bar of the games (shown on a terminal only)")
     e.set_defaults(func=_eval)
     y = sub.add_parser("play", help="play a run's agent yourself, typing moves in the terminal",
                        description="Play GAME against the newest checkpoint of RUN_DIR: the "
@@ -359,6 +430,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         except ValueError as err:
             print(f"turbozero: error: {err}", file=sys.stderr)
             return 2
+        except KeyboardInterrupt:  # Ctrl-C outside a training loop (which says more itself)
+            print("turbozero: interrupted", file=sys.stderr)
+            return 130
 
 
 if __name__ == "__main__":

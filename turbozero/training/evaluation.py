@@ -37,10 +37,39 @@ def play_match(
     `losses` (of the finished games, from the agent's side), `return_sum` (the agent's return
     summed over finished games) and `steps`; `match_summary` turns them into rates.
     """
+    carry = match_start(env, key, num_games)
+    carry = match_steps(env, agent, opponent, agent_variables, opponent_variables, carry,
+                        max_steps)
+    return match_result(carry)
+
+
+class MatchCarry(NamedTuple):
+    """A match in progress (`match_start` / `match_steps`): the games, the agent's return in
+    each, the steps played and the key of the next step."""
+    states: State  # [B]
+    returns: jax.Array  # float32[B]
+    steps: jax.Array  # int32
+    key: jax.Array
+
+
+def match_start(env: Env, key: jax.Array, num_games: int) -> MatchCarry:
+    """The games of a match before its first move (jittable)."""
     if env.is_simultaneous and env.num_players != 2:
         raise ValueError("simultaneous evaluation supports two players")
     k_init, k_loop = jax.random.split(key)
     states = jax.vmap(env.init)(jax.random.split(k_init, num_games))
+    return MatchCarry(states, jnp.zeros((num_games,), jnp.float32), jnp.int32(0), k_loop)
+
+
+def match_steps(env: Env, agent: PolicyFn, opponent: PolicyFn, agent_variables: Any,
+                opponent_variables: Any, carry: MatchCarry, step_limit: Any) -> MatchCarry:
+    """Play on until every game has ended or `step_limit` steps (in all, counted from the
+    match's start; may be traced) have been played (jittable: one `lax.while_loop`).
+
+    Playing a match in several calls with rising limits plays the same moves as one call
+    (the key of each step comes from the carry), so a caller can report progress between
+    calls and keep every call jitted (`play_match_chunked`)."""
+    num_games = carry.returns.shape[0]
     seat = jnp.arange(num_games, dtype=jnp.int32) % env.num_players
     games = jnp.arange(num_games)
 
@@ -53,20 +82,71 @@ def play_match(
         own = rewards[games, seat]
         return own - rewards[games, 1 - seat] if env.is_simultaneous else own
 
-    def cond(carry):
-        s, _, step, _ = carry
-        return (step < max_steps) & ~jnp.all(s.terminated | s.truncated)
+    def cond(c):
+        return (c.steps < step_limit) & ~jnp.all(c.states.terminated | c.states.truncated)
 
-    def body(carry):
-        s, ret, step, k = carry
-        k, ka, ko, ks = jax.random.split(k, 4)
+    def body(c):
+        k, ka, ko, ks = jax.random.split(c.key, 4)
+        s = c.states
         action = choose(s, agent(agent_variables, s, ka), opponent(opponent_variables, s, ko))
         nxt = jax.vmap(env.step)(s, action, jax.random.split(ks, num_games))
-        return nxt, ret + agent_return(nxt.rewards), step + 1, k
+        return MatchCarry(nxt, c.returns + agent_return(nxt.rewards), c.steps + 1, k)
 
-    init = (states, jnp.zeros((num_games,), jnp.float32), jnp.int32(0), k_loop)
-    s, ret, steps, _ = jax.lax.while_loop(cond, body, init)
-    return match_counts(s.terminated | s.truncated, ret, steps)
+    return jax.lax.while_loop(cond, body, carry)
+
+
+def match_finished(carry: MatchCarry) -> jax.Array:
+    """bool[B]: the games of the match that have ended."""
+    return carry.states.terminated | carry.states.truncated
+
+
+def match_result(carry: MatchCarry) -> dict[str, jax.Array]:
+    """`match_counts` of a match as it stands."""
+    return match_counts(match_finished(carry), carry.returns, carry.steps)
+
+
+# steps per call of `play_match_chunked`: the host learns how many games have ended after each
+# call. On 2 CPU cores the calls cost no measurable time against the searches of a step
+# (docs/training.md, "Metrics": the measurement)
+PROGRESS_CHUNK_STEPS = 8
+
+
+def play_match_chunked(start: Callable[[jax.Array], MatchCarry],
+                       steps: Callable[[MatchCarry, Any], tuple[MatchCarry, Any]],
+                       key: jax.Array, max_steps: int,
+                       progress: Optional[Callable[[int, int, int], None]] = None,
+                       chunk_steps: int = PROGRESS_CHUNK_STEPS,
+                       to_host: Callable[[Any], Any] = jax.device_get) -> MatchCarry:
+    """A match played in calls of `chunk_steps` steps, `progress(finished, games, steps)`
+    called before the first move and after each call: the evaluation's per-game progress.
+    Without `progress` the match is one call.
+
+    `start(key) -> carry` and `steps(carry, limit) -> (carry, match_progress(carry))` are the
+    caller's jitted `match_start` and `match_steps`, each compiled once (`limit` is a traced
+    argument). Returns the final carry: `match_result` of it gives the counts `play_match`
+    gives with the same key (the same moves are played)."""
+    if isinstance(chunk_steps, bool) or not isinstance(chunk_steps, int) or chunk_steps < 1:
+        raise ValueError(f"chunk_steps must be an int >= 1, got {chunk_steps!r}")
+    carry = start(key)
+    limit, report = 0, progress is not None
+    if report:
+        progress(0, int(carry.returns.shape[0]), 0)
+    while True:
+        limit = min(limit + chunk_steps, max_steps) if report else max_steps
+        carry, counts = steps(carry, jnp.int32(limit))
+        finished, games, played, done = (int(x) for x in to_host(counts))
+        if report:
+            progress(finished, games, played)
+        if done or played >= max_steps or limit >= max_steps:
+            return carry
+
+
+def match_progress(carry: MatchCarry) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    """(finished games, games, steps played, all ended) of a match: what `play_match_chunked`
+    reads on the host after each call."""
+    finished = match_finished(carry)
+    return (finished.sum(dtype=jnp.int32), jnp.int32(finished.shape[0]), carry.steps,
+            jnp.all(finished))
 
 
 def match_counts(finished: Any, ret: Any, steps: Any) -> dict[str, Any]:

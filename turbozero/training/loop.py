@@ -10,6 +10,8 @@ over a `jax.sharding.Mesh` of all devices.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import os
 import time
 import warnings
 from typing import Any, Callable, Optional
@@ -28,8 +30,9 @@ from turbozero.training import distributed, replay, report
 from turbozero.training.acting import TemperatureSchedule
 from turbozero.training.algorithms import Algorithm, algorithm_class, build_algorithm
 from turbozero.training.checkpoints import RunDirectory
-from turbozero.training.evaluation import match_summary, play_match
-from turbozero.training.metrics import MetricsWriter
+from turbozero.training.evaluation import (match_progress, match_result, match_start,
+                                           match_steps, match_summary, play_match_chunked)
+from turbozero.training.metrics import MetricsWriter, TensorBoardWriter, require_tensorboardx
 from turbozero.training.risk import SelfPlayRisk
 from turbozero.training.run_config import check_env_config, config_to_json
 from turbozero.training.stored_observations import ObservationPlanes, check_form
@@ -161,11 +164,19 @@ class Trainer:
         resume: bool = False,
         overwrite: bool = False,
         mesh: Optional[Mesh] = None,
+        tensorboard: bool = False,
     ):
         """`run_dir`: where checkpoints and metrics go (None: nowhere). `resume=True`
         continues the run there from its newest intact checkpoint (refused when there is
-        none); `overwrite=True` replaces a run found there (refused without it). Everything
-        is built, and so every setting checked, before the run directory is touched."""
+        none); `overwrite=True` replaces a run found there (refused without it);
+        `tensorboard=True` also writes the metrics as TensorBoard events to
+        RUN_DIR/tensorboard/ (needs the `tensorboard` extra, tensorboardX). Everything is
+        built, and so every setting checked, before the run directory is touched."""
+        if tensorboard:
+            if run_dir is None:
+                raise ValueError("tensorboard=True needs run_dir: the events go to "
+                                 "RUN_DIR/tensorboard/")
+            require_tensorboardx()  # missing: one line with the pip command, nothing built
         for flag, value in (("resume", resume), ("overwrite", overwrite)):
             if value and run_dir is None:
                 raise ValueError(f"{flag}=True needs run_dir, the run directory to "
@@ -196,6 +207,7 @@ class Trainer:
         self.state = self.init_state()
         self.run_dir: Optional[RunDirectory] = None
         self.metrics: Optional[MetricsWriter] = None
+        self.tensorboard: Optional[TensorBoardWriter] = None
         if run_dir is not None:
             identity = {
                 "game": config.game,
@@ -217,6 +229,9 @@ class Trainer:
                 self.state = self._place(restored)
                 # the iterations after the checkpoint are written again: no repeats
                 self.run_dir.truncate_metrics(int(self.state.iteration))
+            if tensorboard and distributed.is_primary():
+                self.tensorboard = TensorBoardWriter(os.path.join(self.run_dir.path,
+                                                                  "tensorboard"))
 
     # ----------------------------------------------------------------- state
     def _place(self, state: LoopState) -> LoopState:
@@ -305,6 +320,8 @@ class Trainer:
         self._collect = jax.jit(collect_fn, donate_argnums=donate)
         self._train = train_fn
         self._evals: dict[str, Callable] = {}
+        self._match_start: Optional[Callable] = None
+        self._match_result: Optional[Callable] = None
         # the agent's evaluation search, compiled once for the matches played outside jit
         self._agent_jit = jax.jit(self.agent_policy)
 
@@ -334,11 +351,15 @@ class Trainer:
         return self.opponents[name].policy(self.env)
 
     def evaluate(self, opponent: str, key: Optional[jax.Array] = None,
-                 variables=None) -> dict[str, Optional[float]]:
+                 variables=None, progress: Optional[Callable[[int, int, int], None]] = None,
+                 ) -> dict[str, Optional[float]]:
         """The current network (with search) against an opponent; greedy uses the same network.
 
-        Returns `evaluation.match_summary`: counts of games, finished, unfinished, wins, draws
-        and losses, and rates over the finished games (None when none finished)."""
+        `progress(finished, games, steps)` is told how many games have ended, before the
+        first move and then every `evaluation.PROGRESS_CHUNK_STEPS` steps: the match is
+        played in jitted calls of that many steps (the same moves as one call). Returns
+        `evaluation.match_summary`: counts of games, finished, unfinished, wins, draws and
+        losses, and rates over the finished games (None when none finished)."""
         if opponent not in self.opponents:
             raise ValueError(f"unknown opponent {opponent!r} for {self.config.game}; choose "
                              f"from {sorted(self.opponents)}")
@@ -352,12 +373,20 @@ class Trainer:
         if opponent not in self._evals:
             policy = self.baseline_policy(opponent)
 
-            def run(variables, key):
-                return play_match(self.env, self.agent_policy, policy, variables, variables, key,
-                                  cfg.eval_games, cfg.max_eval_steps)
+            def steps(variables, carry, limit):
+                carry = match_steps(self.env, self.agent_policy, policy, variables, variables,
+                                    carry, limit)
+                return carry, match_progress(carry)
 
-            self._evals[opponent] = jax.jit(run)
-        return match_summary(distributed.to_host(self._evals[opponent](variables, key)))
+            self._evals[opponent] = jax.jit(steps)
+        if self._match_start is None:
+            self._match_start = jax.jit(
+                lambda k: match_start(self.env, k, cfg.eval_games))
+            self._match_result = jax.jit(match_result)
+        steps = functools.partial(self._evals[opponent], variables)
+        carry = play_match_chunked(self._match_start, steps, key, cfg.max_eval_steps,
+                                   progress, to_host=distributed.to_host)
+        return match_summary(distributed.to_host(self._match_result(carry)))
 
     # ------------------------------------------------------------------ run
     def step(self) -> dict[str, Any]:
@@ -388,7 +417,13 @@ class Trainer:
 
     def run(self, num_iterations: Optional[int] = None, progress: bool = True,
             callback: Optional[Callable[[dict], None]] = None) -> LoopState:
-        """Train until `num_iterations` iterations are completed (default: the config's)."""
+        """Train until `num_iterations` iterations are completed (default: the config's).
+
+        Interrupted (Ctrl-C: `KeyboardInterrupt`), it stops with the run resumable: the state
+        of the last completed iteration is saved as a checkpoint (unless it already is one,
+        checkpoints are off, or `donate_loop_state` has freed it: then the newest checkpoint
+        stays as it was), and `TrainingInterrupted` (a `KeyboardInterrupt`) is raised naming
+        that iteration and the checkpoint to resume from."""
         cfg = self.config
         target = cfg.num_iterations if num_iterations is None else num_iterations
         start = int(self.state.iteration)
@@ -400,34 +435,92 @@ class Trainer:
         if progress and distributed.is_primary():  # one bar however many processes run
             bar = report.tqdm_class()(total=target, initial=start, desc=f"train {cfg.game}",
                                       unit="it")
+        # the last completed iteration: saved as a checkpoint when Ctrl-C comes (`_interrupted`)
+        completed, done = self.state, start
+        saved = self.run_dir.latest_step() if self.run_dir is not None else None
         explained = False
-        for _ in range(start, target):
-            record = self.step()
-            it = record["iteration"]
-            if cfg.eval_every and it % cfg.eval_every == 0:
-                if bar is not None and not explained:
-                    bar.write("evaluation opponents: " + "; ".join(
-                        self.describe_opponent(opp) for opp in cfg.eval_opponents))
-                    explained = True
-                for opp in cfg.eval_opponents:
-                    if bar is not None:  # evaluation takes a while: say so, or the bar looks stuck
-                        bar.set_description(f"evaluating vs {opp}")
-                    res = self.evaluate(opp)
-                    record.update({f"eval_{opp}_{k}": v for k, v in res.items()})
+        try:
+            for _ in range(start, target):
+                record = self.step()
+                it = record["iteration"]
+                if cfg.eval_every and it % cfg.eval_every == 0:
+                    if bar is not None and not explained:
+                        bar.write(report.explain_evaluation(
+                            [self.describe_opponent(opp) for opp in cfg.eval_opponents]))
+                        explained = True
+                    for opp in cfg.eval_opponents:
+                        shown = None
+                        if bar is not None:  # evaluation takes a while: show the games ending
+                            bar.set_description(f"evaluating vs {opp}")
+
+                            def shown(finished, games, steps, opp=opp):
+                                bar.set_description(report.eval_progress(opp, finished, games,
+                                                                         steps))
+                        res = self.evaluate(opp, progress=shown)
+                        record.update({f"eval_{opp}_{k}": v for k, v in res.items()})
+                    if bar is not None:
+                        bar.set_description(f"train {cfg.game}")
+                # one metrics file however many processes run: the primary writes it
+                if self.metrics is not None and distributed.is_primary():
+                    self.metrics.write(record)
+                if self.tensorboard is not None:
+                    self.tensorboard.write(record)
+                if self.run_dir is not None and cfg.checkpoint_every and (
+                    it % cfg.checkpoint_every == 0 or it == target
+                ):
+                    self.run_dir.save(it, self.state)
+                    saved = it
+                completed, done = self.state, it
                 if bar is not None:
-                    bar.set_description(f"train {cfg.game}")
-            # one metrics file however many processes run: the primary writes it
-            if self.metrics is not None and distributed.is_primary():
-                self.metrics.write(record)
-            if self.run_dir is not None and cfg.checkpoint_every and (
-                it % cfg.checkpoint_every == 0 or it == target
-            ):
-                self.run_dir.save(it, self.state)
+                    bar.set_postfix(report.progress_postfix(record))
+                    bar.update(1)
+                if callback is not None:
+                    callback(record)
+        except KeyboardInterrupt as err:
             if bar is not None:
-                bar.set_postfix(report.progress_postfix(record))
-                bar.update(1)
-            if callback is not None:
-                callback(record)
-        if bar is not None:
-            bar.close()
+                bar.close()
+                bar = None
+            raise self._interrupted(completed, done, saved) from err
+        finally:
+            if bar is not None:
+                bar.close()
         return self.state
+
+    def _interrupted(self, completed: LoopState, done: int,
+                     saved: Optional[int]) -> "TrainingInterrupted":
+        """After Ctrl-C: save the last completed iteration where that is possible and useful;
+        what to say about it."""
+        # donate_loop_state may have handed the completed state's buffers to the next step
+        alive = not any(getattr(x, "is_deleted", lambda: False)()
+                        for x in jax.tree_util.tree_leaves(completed))
+        it = done
+        if alive:
+            self.state = completed  # not a half-done iteration
+            if (self.run_dir is not None and self.config.checkpoint_every and saved != it
+                    and it > 0):
+                try:
+                    self.run_dir.save(it, completed)
+                    saved = it
+                except Exception as err:  # noqa: BLE001 - the newest checkpoint still stands
+                    warnings.warn(f"the checkpoint of iteration {it} was not written after the "
+                                  f"interruption ({type(err).__name__}: {err})", stacklevel=3)
+                    saved = self.run_dir.latest_step()
+        return TrainingInterrupted(it, saved, None if self.run_dir is None else self.run_dir.path)
+
+
+class TrainingInterrupted(KeyboardInterrupt):
+    """`Trainer.run` stopped by Ctrl-C: `iteration` is the last one completed, `checkpoint` the
+    newest checkpoint's iteration (None: none), `run_dir` the run directory (None: none)."""
+
+    def __init__(self, iteration: int, checkpoint: Optional[int], run_dir: Optional[str]):
+        self.iteration, self.checkpoint, self.run_dir = iteration, checkpoint, run_dir
+        super().__init__(self.message())
+
+    def message(self) -> str:
+        done = f"interrupted after iteration {self.iteration}"
+        if self.run_dir is None:
+            return f"{done}; no run directory, so nothing was saved"
+        if self.checkpoint is None:
+            return (f"{done}; {self.run_dir} holds no checkpoint, so it cannot be resumed: "
+                    "start it again with --overwrite")
+        return f"{done}; {self.run_dir} resumes from the checkpoint of iteration {self.checkpoint}"

@@ -37,6 +37,77 @@ class MetricsWriter:
             f.write(json.dumps(to_python(record)) + "\n")
 
 
+TENSORBOARD_INSTALL = 'pip install -e ".[tensorboard]" (or: pip install "tensorboardX>=2.6")'
+
+
+def require_tensorboardx():
+    """The tensorboardX module, or a one-line ValueError with the command that installs it."""
+    try:
+        import tensorboardX
+    except ImportError:
+        raise ValueError(f"tensorboard output needs the tensorboardX package: "
+                         f"{TENSORBOARD_INSTALL}") from None
+    return tensorboardX
+
+
+def tensorboard_tag(key: str) -> str:
+    """A record key as a TensorBoard tag, grouped as the plots group them: `loss/...`,
+    `eval/<opponent>/<result>`, `train/...` (the rest)."""
+    for opponent, result in report.eval_results({key: 0}).items():
+        return f"eval/{opponent}/{next(iter(result))}"
+    if key == "loss" or key.endswith("_loss") or key in ("l2_reg", "grad_norm"):
+        return f"loss/{key}"
+    return f"train/{key}"
+
+
+class TensorBoardWriter:
+    """Writes each metrics record's numbers as TensorBoard scalars (tensorboardX, the optional
+    `tensorboard` extra) into `log_dir`, at step = the record's iteration; flushed after every
+    record, so `tensorboard --logdir RUN_DIR/tensorboard` follows a run as it trains. A resumed
+    run appends a new event file; the iterations it writes again appear twice there (the
+    metrics file keeps one record of each)."""
+
+    def __init__(self, log_dir: str):
+        self.log_dir = log_dir
+        self._writer = require_tensorboardx().SummaryWriter(log_dir)
+
+    def write(self, record: dict[str, Any]) -> None:
+        step = record.get("iteration")
+        for key, value in to_python(record).items():
+            if key != "iteration" and _is_number(value):
+                self._writer.add_scalar(tensorboard_tag(key), float(value), global_step=step)
+        self._writer.flush()
+
+    def close(self) -> None:
+        self._writer.close()
+
+
+def read_tensorboard(log_dir: str) -> dict[str, list[tuple[int, float]]]:
+    """{tag: [(step, value), ...]} of the scalars in every event file of `log_dir`, in the
+    order written (files by name): a reader that needs only tensorboardX, not TensorFlow."""
+    import struct
+
+    require_tensorboardx()  # missing: the one-line ValueError naming the install
+    from tensorboardX.proto import event_pb2
+    out: dict[str, list[tuple[int, float]]] = {}
+    for name in sorted(os.listdir(log_dir)):
+        if "tfevents" not in name:
+            continue
+        with open(os.path.join(log_dir, name), "rb") as f:
+            data = f.read()
+        i = 0
+        while i + 12 <= len(data):  # uint64 length, uint32 crc, the event, uint32 crc
+            (n,) = struct.unpack("<Q", data[i:i + 8])
+            if i + 12 + n + 4 > len(data):
+                break  # a record cut short: the writer was stopped mid-write
+            event = event_pb2.Event()
+            event.ParseFromString(data[i + 12:i + 12 + n])
+            for value in event.summary.value:
+                out.setdefault(value.tag, []).append((int(event.step), float(value.simple_value)))
+            i += 12 + n + 4
+    return out
+
+
 class CutMetricsLineWarning(UserWarning):
     """The last line of a metrics file is cut short (a run killed while writing it) and is
     skipped."""

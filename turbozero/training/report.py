@@ -18,7 +18,36 @@ NOT_TRAINED = "not trained yet: replay has no finished games"
 # what the opponents every game has are (a game's registered opponents describe themselves)
 GENERIC_OPPONENTS = {
     "random": "random = uniform over the legal moves",
-    "greedy": "greedy = the same network at 1 ply, no search (the move whose result it values best)",
+    "greedy": "greedy = the same network at 1 ply, no search (the move whose result it values "
+              "best): the agent's result against it is what its search adds to the network, "
+              "and a win rate under 0.5 means the search plays worse than the value head alone",
+}
+
+# what each printed column and number means, said once on screen (`explain_evaluation`, the
+# `turbozero eval` table's notes) and in `turbozero train --help` / `turbozero eval --help`
+COLUMNS = {
+    "games": "games played, the agent taking every seat in turn",
+    "finished": "games that ended; unfinished = still running after max_eval_steps moves, "
+                "counted but without a result",
+    "won / drew / lost": "finished games, from the agent's side (a multi-player game: won = "
+                         "first place)",
+    "win rate": "won / finished ('-': no game finished)",
+    "mean return": "the agent's reward per finished game, averaged, in the game's points "
+                   "(+1 a win, -1 a loss; backgammon: 2 a gammon, 3 a backgammon; simultaneous "
+                   "games: its score minus the opponent's)",
+}
+
+# the loss parts the loop records (metrics.jsonl, the progress bar, `turbozero train`'s summary)
+LOSS_PARTS = {
+    "policy_loss": "cross-entropy of the policy head to the search's policy target (its floor "
+                   "is the target's entropy, not 0)",
+    "value_loss": "the value head's error against the self-play outcomes (the value format's "
+                  "loss: squared error, WDL or 4-way cross-entropy); its targets change as play "
+                  "changes (more decisive games, fewer draws), so it can rise while play "
+                  "improves",
+    "reward_loss": "MuZero: squared error of the predicted rewards",
+    "consistency_loss": "MuZero: 2 - 2 cos between the dynamics' hidden state and the "
+                        "represented next position",
 }
 
 
@@ -32,6 +61,35 @@ def describe_opponent(name: str, env: Any) -> str:
         if opponent.name == name:
             return opponent.description
     return GENERIC_OPPONENTS.get(name, name)
+
+# the order the summary of `turbozero train` prints them in
+LOSS_PARTS_ORDER = ("loss",) + tuple(LOSS_PARTS)
+
+
+def explain_losses(search: Any = None) -> str:
+    """One line: what `loss` adds up (the weighted parts of a MuZero-style config that has
+    `<part>_weight` fields, else policy + value) and what each part is."""
+    parts = [k for k in ("policy_loss", "value_loss", "reward_loss", "consistency_loss")]
+    weights = {k: getattr(search, k.replace("_loss", "_weight"), None) for k in parts}
+    if weights["reward_loss"] is None:  # AlphaZero, TD: the plain sum
+        parts = parts[:2]
+        total = "loss = policy_loss + value_loss"
+    else:
+        total = "loss = " + " + ".join(
+            (f"{float(weights[k]):g} * " if float(weights[k]) != 1 else "") + k for k in parts)
+        total += " (MuZero's parts are summed over the unrolled steps, each later step weighted 1/K)"
+    return total + "; " + "; ".join(f"{k} = {LOSS_PARTS[k]}" for k in parts)
+
+
+def explain_evaluation(descriptions: list[str]) -> str:
+    """Said once, before the first evaluation's numbers: the opponents and the columns."""
+    return ("evaluation opponents: " + "; ".join(descriptions) + "\n"
+            "results: " + "; ".join(f"{k} = {v}" for k, v in COLUMNS.items()))
+
+
+def eval_progress(opponent: str, finished: int, games: int, steps: int) -> str:
+    """The progress bar's description while a match is played: games over so far."""
+    return f"evaluating vs {opponent}: {finished}/{games} games over, move {steps}"
 
 
 def eval_results(record: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -104,7 +162,7 @@ def format_eval(results: dict[str, dict[str, Any]], iteration: int, run_dir: str
         cells = [row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:], widths[1:])]
         lines.append("  ".join(cells).rstrip())
     lines.append("")
-    lines.append("rates are over finished games; '-' means no game finished")
+    lines += [f"{k}: {v}" for k, v in COLUMNS.items()]
     if env is not None:
         lines += [describe_opponent(opp, env) for opp in results]
     return "\n".join(lines)
