@@ -176,7 +176,11 @@ def test_run_shows_evaluation_in_the_bar_and_warns_when_none_is_due(untrained_ru
     assert seen_by_evaluate == ["evaluating vs random"]
     bar = bars[-1]
     assert bar.descriptions[-1] == f"train {GAME}"  # restored after the evaluation
-    assert bar.lines == ["evaluation opponents: random = uniform over the legal moves"]
+    # said once, before the first numbers: the opponents, then what each result column means
+    assert len(bar.lines) == 1
+    opponents, results = bar.lines[0].split("\n")
+    assert opponents == "evaluation opponents: random = uniform over the legal moves"
+    assert results.startswith("results: games = games played") and "mean return = " in results
     last = records[-1]
     assert "loss" not in last and last["replay_samples"] == 0
     assert last["eval_random_unfinished"] == 4 and last["eval_random_win_rate"] is None

@@ -4,6 +4,7 @@ train` in one line and leaves the run resumable, every printed column and oppone
 explained, the README's resume example ends with an evaluation, and the metrics also go to
 TensorBoard event files when asked."""
 
+import functools
 import os
 import re
 import signal
@@ -52,7 +53,7 @@ def test_a_match_in_chunks_plays_the_moves_of_one_call_and_reports_games_ending(
 
     seen = []
     carry = play_match_chunked(jax.jit(lambda k: match_start(env, k, 16)), jax.jit(steps), key,
-                               9, lambda *a: seen.append(a), chunk_steps=2)
+                               9, lambda *a: seen.append(a), chunk_steps=2, min_call_s=0)
     assert match_summary(jax.device_get(match_result(carry))) == match_summary(one)
     assert seen[0] == (0, 16, 0)  # before the first move
     steps = [s for _, _, s in seen[1:]]  # one call per 2 steps, until every game has ended
@@ -70,6 +71,14 @@ def test_trainer_evaluation_shows_the_games_ending(capsys):
     with_progress = trainer.evaluate("random", progress=lambda *a: seen.append(a))
     assert with_progress == trainer.evaluate("random")  # the same games either way
     assert seen[0] == (0, 4, 0) and seen[-1][0] == with_progress["finished"]
+    # quick calls double the steps of the next: a fast match is reported on at fewer points
+    fast = []
+    carry = play_match_chunked(
+        trainer._match_start, functools.partial(trainer._evals["random"],
+                                                trainer.variables(trainer.state.train_state)),
+        jax.random.PRNGKey(0), 400, lambda *a: fast.append(a[2]), chunk_steps=1,
+        min_call_s=60)
+    assert fast[:4] == [0, 1, 3, 7] or fast[-1] < 7, fast
     # during `run`, the bar's description counts the games (tqdm writes it to stderr)
     trainer.run()
     out, err = capsys.readouterr()
