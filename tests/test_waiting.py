@@ -89,6 +89,34 @@ def test_trainer_evaluation_shows_the_games_ending(capsys):
     assert out.count("evaluation opponents: random = uniform over the legal moves") == 1
 
 
+def test_turbozero_eval_shows_a_bar_of_the_games(monkeypatch, capsys):
+    bars = []
+
+    class Bar:
+        def __init__(self, total, **kwargs):
+            self.total, self.n, self.kwargs, self.closed = total, 0, kwargs, False
+            bars.append(self)
+
+        def update(self, k):
+            self.n += k
+
+        def set_postfix_str(self, text):
+            self.postfix = text
+
+        def close(self):
+            self.closed = True
+
+    monkeypatch.setattr(report, "tqdm_class", lambda: Bar)
+    fixture = os.path.join(ROOT, "tests", "data", "ttt_run")  # read only: eval writes nothing
+    assert cli.main(["eval", fixture, "--opponent", "random"]) == 0
+    (bar,) = bars
+    assert bar.total == 16 and bar.n == 16 and bar.closed  # every game over
+    assert bar.kwargs["desc"] == "iteration 2 vs random" and bar.kwargs["disable"] is None
+    assert "mean return: the agent's reward per finished game" in capsys.readouterr().out
+    assert cli.main(["eval", fixture, "--no-progress", "--json"]) == 0
+    assert bars[-1].kwargs["disable"] is True
+
+
 # --------------------------------------------------------------------------- Ctrl-C
 def _train(run_dir, *args, **popen):
     env = dict(os.environ, TURBOZERO_JAX_CACHE=jax.config.jax_compilation_cache_dir or "none")
