@@ -12,6 +12,7 @@ Everything works on any leading batch shape and under `jit`, `vmap` and `grad`.
 """
 
 from equity.bearoff import (
+    BearoffExact,
     BearoffTable,
     bearoff_index,
     bearoff_value,
@@ -29,6 +30,7 @@ from equity.met import (
     mwc_to_money_equity,
     outcome_match_winning_chances,
 )
+from equity.objective import MatchObjective
 from equity.value import (
     OUTCOME_POINTS,
     equity_to_normalized,
@@ -45,7 +47,9 @@ __all__ = [
     "BearoffTable",
     "MAX_MATCH_LENGTH",
     "MatchEquityTable",
+    "MatchObjective",
     "OUTCOME_POINTS",
+    "BearoffExact",
     "bearoff_index",
     "bearoff_value",
     "equity_to_normalized",

@@ -23,6 +23,8 @@ is exact and what is not).
 
 from __future__ import annotations
 
+import dataclasses
+
 import functools
 import math
 import os
@@ -327,3 +329,19 @@ def flip_value(value_probs: jax.Array) -> jax.Array:
     _checks.probabilities("value_probs", value_probs)
     v = jnp.asarray(value_probs)
     return jnp.stack([1.0 - v[..., 0], v[..., 2], v[..., 1], v[..., 3]], axis=-1)
+
+
+@dataclasses.dataclass(frozen=True)
+class BearoffExact:
+    """Bear-off positions valued from the database instead of the network, for the
+    complete-move players and afterstate TD (`AfterstatePlayerConfig(exact=BearoffExact())`):
+    in play and in the TD targets.
+
+    `value_out(states)` -> (known bool[...], logits float32[..., 4]) for the player to move
+    at each state (the 4-way probabilities as logits, so that they pass through the value
+    format as the network's outputs do); `known` is False off the database."""
+
+    def value_out(self, states: Any) -> tuple[jax.Array, jax.Array]:
+        known, probs = bearoff_value(load_bearoff_table(), states.board)
+        p = jnp.clip(probs, 1e-6, 1.0 - 1e-6)
+        return known, jnp.log(p) - jnp.log1p(-p)

@@ -39,14 +39,19 @@ class AfterstatePlayerConfig:
     plies: 0, 1 or 2 chance layers of look-ahead. candidates: how many of the best 0-ply moves
     the look-ahead re-values (gnubg's move filter; ignored at 0 plies). max_afterstates: M,
     complete moves listed per position (None: the env's default). objective: None for the
-    network's value in reward units (money points), or an object with `values(value_out)` and
-    `terminal(rewards)` mapping network outputs and finished games to a zero-sum scalar for the
-    player to move (e.g. `equity.MatchObjective(score)`, match winning chances)."""
+    network's value in reward units (money points), or an object with
+    `values(value_out, is_root_mover)` and `terminal(points, is_root_mover)` mapping network
+    outputs and finished games to a zero-sum scalar for the player it is for (e.g.
+    `equity.MatchObjective(score)`, match winning chances; the score is the chooser's).
+    exact: None, or an object with `value_out(states) -> (known bool[...], value_out)` whose
+    outputs replace the network's where known (e.g. `equity.BearoffExact()`, gnubg's bear-off
+    databases); afterstate TD also takes its targets from them."""
 
     plies: int = 0
     candidates: int = 8
     max_afterstates: Optional[int] = None
     objective: Any = None
+    exact: Any = None
 
     def __post_init__(self) -> None:
         if isinstance(self.plies, bool) or self.plies not in (0, 1, 2):
@@ -62,8 +67,12 @@ class AfterstatePlayerConfig:
         if self.objective is not None and not (callable(getattr(self.objective, "values", None))
                                                and callable(getattr(self.objective, "terminal",
                                                                     None))):
-            raise ValueError("objective must be None or an object with values(value_out) and "
-                             f"terminal(rewards), got {self.objective!r}")
+            raise ValueError("objective must be None or an object with values(value_out, "
+                             f"is_root_mover) and terminal(points, is_root_mover), got "
+                             f"{self.objective!r}")
+        if self.exact is not None and not callable(getattr(self.exact, "value_out", None)):
+            raise ValueError("exact must be None or an object with value_out(states), got "
+                             f"{self.exact!r}")
 
 
 def check_env(env: Env) -> None:
@@ -74,35 +83,47 @@ def check_env(env: Env) -> None:
                          f"{env.id} is not one")
 
 
-class _Valuer:
-    """Values of states for the player to move there, through the network or the objective."""
+class AfterstateValuer:
+    """Values of states for the player to move there, through the network or the objective.
+    `root` (int32, broadcast against each call's leading shape) is the player the search
+    chooses for: an objective reads the match score from its side."""
 
     def __init__(self, env, evaluator: NetworkEvaluator, variables, config):
         self.env, self.evaluator, self.variables, self.config = env, evaluator, variables, config
 
-    def state_values(self, states: State) -> jax.Array:
-        """float32[...]: value of each (live, not finished) state for its player to move."""
+    def value_out(self, states: State) -> jax.Array:
+        """The network's outputs at each state ([..., R]), the exact evaluator's where it
+        knows the state."""
         shape = states.current_player.shape
-        flat = jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[len(shape):]), states)
-        obs = flat.observation
-        if self.config.objective is None:
-            _, v = self.evaluator(self.variables, obs)
-        else:
-            _, out = self.evaluator.apply_fn(self.variables, obs)
-            v = self.config.objective.values(out)
-        return v.reshape(shape)
+        obs = states.observation.reshape((-1,) + states.observation.shape[len(shape):])
+        _, out = self.evaluator.apply_fn(self.variables, obs)
+        out = out.reshape(shape + out.shape[1:])
+        if self.config.exact is not None:
+            known, exact = self.config.exact.value_out(states)
+            out = jnp.where(known[..., None], exact.astype(out.dtype), out)
+        return out
 
-    def terminal_values(self, rewards: jax.Array, player: jax.Array) -> jax.Array:
+    def state_values(self, states: State, root: jax.Array) -> jax.Array:
+        """float32[...]: value of each (live, not finished) state for its player to move."""
+        out = self.value_out(states)
+        if self.config.objective is None:
+            return self.evaluator.value_format.to_scalar(out)
+        return self.config.objective.values(out, states.current_player == root)
+
+    def terminal_values(self, rewards: jax.Array, player: jax.Array,
+                        root: jax.Array) -> jax.Array:
         """float32[...]: a finished game's value for `player` (rewards float32[..., 2])."""
         r = jnp.take_along_axis(rewards, player[..., None], axis=-1)[..., 0]
-        return r if self.config.objective is None else self.config.objective.terminal(r)
+        if self.config.objective is None:
+            return r
+        return self.config.objective.terminal(r, player == root)
 
-    def afterstate_values(self, after: State, mover: jax.Array) -> jax.Array:
+    def afterstate_values(self, after: State, mover: jax.Array, root: jax.Array) -> jax.Array:
         """float32[...]: each afterstate's value for `mover` (same leading shape)."""
         done = after.terminated | after.truncated
-        v = self.state_values(after)  # for the player to move there
+        v = self.state_values(after, root)  # for the player to move there
         v = jnp.where(after.current_player == mover, v, -v)
-        return jnp.where(done, self.terminal_values(after.rewards, mover), v)
+        return jnp.where(done, self.terminal_values(after.rewards, mover, root), v)
 
 
 def _afterstates(env, states: State, m: Optional[int]):
@@ -111,15 +132,6 @@ def _afterstates(env, states: State, m: Optional[int]):
     for _ in range(states.current_player.ndim):
         fn = jax.vmap(fn)
     return fn(states)
-
-
-def _rolled(env, after: State) -> State:
-    """[...] afterstates -> [..., C] the state after each chance outcome."""
-    n = env.num_chance_outcomes
-    fn = lambda s: jax.vmap(lambda o: env.step_chance(s, o))(jnp.arange(n))  # noqa: E731
-    for _ in range(after.current_player.ndim):
-        fn = jax.vmap(fn)
-    return fn(after)
 
 
 def _probs(env, after: State) -> jax.Array:
@@ -137,34 +149,48 @@ def _take(tree: Any, idx: jax.Array, axis: int) -> Any:
     return jax.tree_util.tree_map(one, tree)
 
 
-def _value(valuer: _Valuer, states: State, plies: int) -> jax.Array:
+def _value(valuer: AfterstateValuer, states: State, plies: int, root: jax.Array) -> jax.Array:
     """float32[...]: the `plies`-deep expectimax value of live decision states for their
-    player to move (finished states: their exact reward)."""
+    player to move (finished states: their exact reward). `root` int32[...]: the chooser."""
     env, cfg = valuer.env, valuer.config
     moves = _afterstates(env, states, cfg.max_afterstates)
     mover = states.current_player[..., None]
-    q = valuer.afterstate_values(moves.states, mover)  # [..., M]
+    q = valuer.afterstate_values(moves.states, mover, root[..., None])  # [..., M]
     q = jnp.where(moves.valid, q, -jnp.inf)
     if plies > 0:
         k = min(cfg.candidates, q.shape[-1])
         q_top, idx = jax.lax.top_k(q, k)  # [..., K]
         top = _take(moves.states, idx, axis=q.ndim - 1)
-        q = jnp.where(jnp.isfinite(q_top), _lookahead(valuer, top, mover, plies), -jnp.inf)
+        q = jnp.where(jnp.isfinite(q_top),
+                      _lookahead(valuer, top, mover, plies, root[..., None]), -jnp.inf)
     best = jnp.max(q, axis=-1)
     done = states.terminated | states.truncated
-    return jnp.where(done, valuer.terminal_values(states.rewards, states.current_player), best)
+    return jnp.where(done, valuer.terminal_values(states.rewards, states.current_player, root),
+                     best)
 
 
-def _lookahead(valuer: _Valuer, after: State, mover: jax.Array, plies: int) -> jax.Array:
+def _lookahead(valuer: AfterstateValuer, after: State, mover: jax.Array, plies: int,
+               root: jax.Array) -> jax.Array:
     """float32[...]: afterstates valued for `mover` by averaging the opponent's
-    (plies-1)-ply value over the chance outcomes (finished games: exact)."""
-    rolled = _rolled(valuer.env, after)  # [..., C]
-    v_next = _value(valuer, rolled, plies - 1)  # for the player to move after the roll
-    same = rolled.current_player == mover[..., None]
-    v_mover = jnp.where(same, v_next, -v_next)
-    expected = jnp.sum(_probs(valuer.env, after) * v_mover, axis=-1)
+    (plies-1)-ply value over the chance outcomes (finished games: exact).
+
+    The outcomes are taken one after another (`lax.map`), not side by side: each holds the
+    complete moves of every candidate, and all 21 rolls at once took 12.6 GB to compile for
+    one position at 2 plies."""
+    env = valuer.env
+    step = env.step_chance
+    for _ in range(after.current_player.ndim):
+        step = jax.vmap(step, in_axes=(0, None))
+
+    def outcome_value(o):
+        rolled = step(after, o)  # [...]
+        v_next = _value(valuer, rolled, plies - 1, root)  # for the player to move after it
+        return jnp.where(rolled.current_player == mover, v_next, -v_next)
+
+    values = jax.lax.map(outcome_value, jnp.arange(env.num_chance_outcomes))  # [C, ...]
+    expected = jnp.sum(jnp.moveaxis(_probs(env, after), -1, 0) * values, axis=0)
     done = after.terminated | after.truncated
-    return jnp.where(done, valuer.terminal_values(after.rewards, mover), expected)
+    return jnp.where(done, valuer.terminal_values(after.rewards, mover, root), expected)
 
 
 def choose_afterstates(env: Env, evaluator: NetworkEvaluator, variables: Any, states: State,
@@ -172,19 +198,20 @@ def choose_afterstates(env: Env, evaluator: NetworkEvaluator, variables: Any, st
     """(complete moves [B, M], the chosen slot int32[B], its value float32[B] for the mover)
     for a batch of decision states (leading axis B)."""
     check_env(env)
-    valuer = _Valuer(env, evaluator, variables, config)
+    valuer = AfterstateValuer(env, evaluator, variables, config)
     if states.observation is None:
         states = states.replace(observation=jax.vmap(env.observe)(states))
     moves = _afterstates(env, states, config.max_afterstates)  # [B, M]
     mover = states.current_player[:, None]
-    q = jnp.where(moves.valid, valuer.afterstate_values(moves.states, mover), -jnp.inf)
+    root = jnp.broadcast_to(mover, moves.valid.shape)  # [B, M]
+    q = jnp.where(moves.valid, valuer.afterstate_values(moves.states, mover, root), -jnp.inf)
     idx = jnp.broadcast_to(jnp.arange(q.shape[1])[None, :], q.shape)
     if config.plies > 0:
         k = min(config.candidates, q.shape[-1])
         q_top, idx = jax.lax.top_k(q, k)
         top = _take(moves.states, idx, axis=1)
-        q = jnp.where(jnp.isfinite(q_top), _lookahead(valuer, top, mover, config.plies),
-                      -jnp.inf)
+        q = jnp.where(jnp.isfinite(q_top),
+                      _lookahead(valuer, top, mover, config.plies, root[:, :k]), -jnp.inf)
     best = jnp.argmax(q, axis=-1)  # [B]; ties: the first in slot order
     chosen = jnp.take_along_axis(idx, best[:, None], axis=1)[:, 0]
     live = jnp.any(moves.valid, axis=1)
@@ -204,4 +231,5 @@ def afterstate_search(env: Env, evaluator: NetworkEvaluator, variables: Any, sta
     return SearchOutput(action=action, policy=policy, root_value=value)
 
 
-__all__ = ["AfterstatePlayerConfig", "afterstate_search", "check_env", "choose_afterstates"]
+__all__ = ["AfterstatePlayerConfig", "AfterstateValuer", "afterstate_search", "check_env",
+           "choose_afterstates"]

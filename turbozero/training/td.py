@@ -29,8 +29,8 @@ import jax.numpy as jnp
 from flax import struct
 
 from envs.core import Env, State
-from turbozero.search.afterstate import (AfterstatePlayerConfig, afterstate_search, check_env,
-                                         choose_afterstates)
+from turbozero.search.afterstate import (AfterstatePlayerConfig, AfterstateValuer, afterstate_search,
+                                         check_env, choose_afterstates)
 from turbozero.search.mctx_policies import NetworkEvaluator
 from turbozero.training import collector as collector_lib
 from turbozero.training.algorithms import Algorithm, register_algorithm
@@ -106,6 +106,7 @@ class AfterstateTD(Algorithm):
     def __init__(self, env, apply_fn, value_format, search_config, eval_search_config=None):
         if not isinstance(search_config, TDConfig):
             raise ValueError(f"AfterstateTD trains with a TDConfig, got {search_config!r}")
+        self.check_env(env)
         for name in ("expected_outcome", "flip_outcome", "outcome_of", "outcome_loss"):
             if not callable(getattr(value_format, name, None)):
                 raise ValueError(f"afterstate TD needs a value format with outcome "
@@ -182,8 +183,8 @@ class AfterstateTD(Algorithm):
         explore = jax.random.uniform(k_explore, (e,)) < cfg.exploration
         pick = jnp.where(explore, random_pick, best)
         chosen = jax.tree_util.tree_map(lambda x: x[jnp.arange(e), pick], moves.states)
-        _, value_out = self.apply_fn(variables, chosen.observation)
-        joint = self.value_format.expected_outcome(value_out)  # for the player to roll
+        valuer = AfterstateValuer(self.env, self.evaluator, variables, cfg.player)
+        joint = self.value_format.expected_outcome(valuer.value_out(chosen))  # for the roller
         finished = chosen.terminated | chosen.truncated
         reward = jnp.take_along_axis(chosen.rewards, states.current_player[:, None], axis=1)[:, 0]
         # a finished game is its exact outcome, seen by the player "to roll" there: the loser
