@@ -128,13 +128,14 @@ def test_one_ply_averages_the_opponents_best_replies(net, pid, roll):
     best_key, best_q = _ref_one_ply(evaluator, variables, state, candidates=3)
     config = AfterstatePlayerConfig(plies=1, candidates=3)
     batch = jax.tree_util.tree_map(lambda x: x[None], state)
-    out = afterstate_search(ENV, evaluator, variables, batch, config)
+    play1 = jax.jit(lambda v, s: afterstate_search(ENV, evaluator, v, s, config))
+    out = play1(variables, batch)
     np.testing.assert_allclose(float(out.root_value[0]), best_q, rtol=1e-4, atol=1e-4)
     # played micro-step by micro-step to the end of the move: legal throughout
     s = state
     while not bool(s.is_chance) and not bool(s.terminated):
         b = jax.tree_util.tree_map(lambda x: x[None], s)
-        a = int(afterstate_search(ENV, evaluator, variables, b, config).action[0])
+        a = int(play1(variables, b).action[0])
         ENV.check_action(s, a)
         s = _step_det(s, jnp.int32(a))
     del best_key
@@ -163,7 +164,7 @@ def test_bad_configs_and_envs_are_refused():
         afterstate_search(ttt, None, None, s, AfterstatePlayerConfig())
 
 
-def test_match_objective_changes_the_choice_where_the_score_matters(net):
+def test_match_objective_changes_the_choice_where_the_score_matters(net, play0):
     """With a match score the player values moves by match winning chances (equity's MET):
     at 0-0 to 1 point gammons do not count, so the values differ from money play."""
     from equity import MatchObjective
@@ -171,15 +172,15 @@ def test_match_objective_changes_the_choice_where_the_score_matters(net):
     evaluator, variables = net
     state = bg.from_position_id(*POSITIONS[0])
     batch = jax.tree_util.tree_map(lambda x: x[None], state)
-    money = afterstate_search(ENV, evaluator, variables, batch, AfterstatePlayerConfig())
-    dmp = afterstate_search(ENV, evaluator, variables, batch,
-                            AfterstatePlayerConfig(objective=MatchObjective((0, 0, 1))))
+    money = play0(variables, batch)
+    config = AfterstatePlayerConfig(objective=MatchObjective((0, 0, 1)))
+    dmp = jax.jit(lambda v, s: afterstate_search(ENV, evaluator, v, s, config))(variables, batch)
     assert -1.0 <= float(dmp.root_value[0]) <= 1.0
     assert float(dmp.root_value[0]) != pytest.approx(float(money.root_value[0]))
     _ = notation
 
 
-def test_exact_bear_off_values_replace_the_network(net):
+def test_exact_bear_off_values_replace_the_network(net, play0):
     """With `exact=BearoffExact()` a bear-off position's moves are valued from gnubg's
     databases: the player's value is the best database equity among the moves."""
     from equity import BearoffExact, bearoff_value, load_bearoff_table, value_outputs_to_equity
@@ -195,8 +196,8 @@ def test_exact_bear_off_values_replace_the_network(net):
         assert bool(known)
         best = max(best, -float(value_outputs_to_equity(probs)))
     batch = jax.tree_util.tree_map(lambda x: x[None], state)
-    out = afterstate_search(ENV, evaluator, variables, batch,
-                            AfterstatePlayerConfig(exact=BearoffExact()))
+    config = AfterstatePlayerConfig(exact=BearoffExact())
+    out = jax.jit(lambda v, s: afterstate_search(ENV, evaluator, v, s, config))(variables, batch)
     np.testing.assert_allclose(float(out.root_value[0]), best, rtol=1e-4, atol=1e-4)
-    plain = afterstate_search(ENV, evaluator, variables, batch, AfterstatePlayerConfig())
+    plain = play0(variables, batch)
     assert abs(float(plain.root_value[0]) - best) > 1e-3  # the untrained network differs
