@@ -120,13 +120,13 @@ def test_turbozero_eval_shows_a_bar_of_the_games(monkeypatch, capsys):
 # --------------------------------------------------------------------------- Ctrl-C
 def _train(run_dir, *args, **popen):
     env = dict(os.environ, TURBOZERO_JAX_CACHE=jax.config.jax_compilation_cache_dir or "none")
-    cmd = [sys.executable, "-m", "turbozero.cli", "train", GAME, "--run-dir", str(run_dir),
-           "--no-progress", *args]
-    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True,
-                            # a shell's background job may start with SIGINT ignored
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-                            **popen)
+    argv = ["train", GAME, "--run-dir", str(run_dir), "--no-progress", *args]
+    # Python's own Ctrl-C handler, set again: a shell's background job may start with SIGINT
+    # ignored, which Python would keep (a preexec_fn would fork this multithreaded process)
+    code = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+            f"from turbozero.cli import main; sys.exit(main({argv!r}))")
+    return subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
 
 
 def _iterations(run_dir) -> list[int]:
