@@ -186,3 +186,17 @@ def test_run_shows_evaluation_in_the_bar_and_warns_when_none_is_due(untrained_ru
     assert last["eval_random_unfinished"] == 4 and last["eval_random_win_rate"] is None
     assert bar.postfixes[-1] == {"random": "0 of 4 finished"}
     assert "nan" not in report.format_iteration(last)
+
+
+def test_mean_return_has_its_standard_error():
+    import numpy as np
+
+    from turbozero.training.evaluation import match_counts
+
+    ret = np.array([1.0, -2.0, 3.0, -1.0, 1.0, 0.5])
+    finished = np.array([True, True, True, True, True, False])
+    s = match_summary(match_counts(finished, ret, 4))
+    done = ret[finished]
+    assert s["mean_return_se"] == pytest.approx(done.std(ddof=1) / np.sqrt(len(done)), rel=1e-5)
+    one = match_summary(match_counts(np.array([True, False]), np.array([1.0, 0.0]), 1))
+    assert one["mean_return_se"] is None

@@ -167,6 +167,7 @@ def match_counts(finished: Any, ret: Any, steps: Any) -> dict[str, Any]:
         "draws": (finished & (ret == 0)).sum(dtype=jnp.int32),
         "losses": (finished & (ret < 0)).sum(dtype=jnp.int32),
         "return_sum": jnp.where(finished, ret, 0.0).sum(),
+        "return_sq_sum": jnp.where(finished, ret * ret, 0.0).sum(),
         "steps": jnp.asarray(steps, jnp.int32),
     }
 
@@ -186,6 +187,12 @@ def match_summary(counts: dict[str, Any]) -> dict[str, Optional[float]]:
     for rate, count in (("win_rate", "wins"), ("draw_rate", "draws"), ("loss_rate", "losses")):
         out[rate] = c[count] / n if n else None
     out["mean_return"] = float(counts["return_sum"]) / n if n else None
+    # the standard error of the mean return over the finished games (None below two games)
+    out["mean_return_se"] = None
+    if n >= 2 and "return_sq_sum" in counts:
+        mean = float(counts["return_sum"]) / n
+        var = max(float(counts["return_sq_sum"]) / n - mean * mean, 0.0) * n / (n - 1)
+        out["mean_return_se"] = (var / n) ** 0.5
     out["steps"] = c["steps"]
     return out
 

@@ -10,7 +10,7 @@ from typing import Any, Optional
 
 # The keys of one opponent's result (`evaluation.match_summary`), in table order.
 RESULT_KEYS = ("games", "finished", "unfinished", "wins", "draws", "losses", "win_rate",
-               "draw_rate", "loss_rate", "mean_return", "steps")
+               "draw_rate", "loss_rate", "mean_return", "mean_return_se", "steps")
 
 NOT_TRAINED = "not trained yet: replay has no finished games"
 
