@@ -37,6 +37,7 @@ def main() -> None:
     args = p.parse_args()
 
     import gnubg
+    import gnubg_nn
 
     from envs._src.backgammon import gnubg_bridge, notation, rules
     from turbozero.search.afterstate import AfterstatePlayerConfig, choose_afterstates
@@ -61,7 +62,6 @@ def main() -> None:
         g = pool[rng.integers(len(pool))]
         o = int(rng.integers(rules.NUM_ROLLS))
         d = rules.ROLLS[o]
-        import gnubg_nn
         if len(gnubg_nn.moves(g, int(d[0]), int(d[1]))) < 2:
             continue
         boards.append(notation.gnubg_to_board(g))

@@ -22,15 +22,15 @@ trained. docs/training.md, "Afterstate TD learning", has the choices and their m
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Optional
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 from flax import struct
 
 from envs.core import Env, State
-from turbozero.search.afterstate import (AfterstatePlayerConfig, AfterstateValuer, afterstate_search,
-                                         check_env, choose_afterstates)
+from turbozero.search.afterstate import (AfterstatePlayerConfig, AfterstateValuer,
+                                         afterstate_search, check_env, choose_afterstates)
 from turbozero.search.mctx_policies import NetworkEvaluator
 from turbozero.training import collector as collector_lib
 from turbozero.training.algorithms import Algorithm, register_algorithm
