@@ -281,9 +281,14 @@ def from_gnubg_board(gboard, dice: Sequence[int], current_player: int = 0) -> Ba
     """A decision state from gnubg's (opponent, on roll) board pair and a roll."""
     board = notation.gnubg_to_board(gboard)
     try:
-        d1, d2 = (int(d) for d in dice)
-    except (TypeError, ValueError):
+        values = list(dice)
+    except TypeError:
         raise ValueError(f"dice must be two integers, got {dice!r}") from None
+    # a float die (3.7) would be truncated by int() and played as another roll: refuse it
+    if len(values) != 2 or not all(
+            np.ndim(d) == 0 and np.issubdtype(np.asarray(d).dtype, np.integer) for d in values):
+        raise ValueError(f"dice must be two integers, got {dice!r}")
+    d1, d2 = (int(d) for d in values)
     if not (1 <= d1 <= 6 and 1 <= d2 <= 6):
         raise ValueError(f"dice must be in 1..6, got {dice!r}")
     if current_player not in (0, 1):

@@ -222,10 +222,17 @@ def test_malformed_position_id_raises(pid):
         bg.from_position_id(pid, (3, 1))
 
 
-@pytest.mark.parametrize("dice", [(0, 3), (7, 1), (1,), "ab", None])
+@pytest.mark.parametrize("dice", [(0, 3), (7, 1), (1,), "ab", None, (3.7, 1), (True, 2),
+                                  ("3", "1"), (1, 2, 3)])
 def test_bad_dice_raise(dice):
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="dice"):
         bg.from_position_id("4HPwATDgc/ABMA", dice)
+
+
+def test_integer_dice_of_any_kind_are_taken():
+    for dice in ((3, 1), (np.int32(3), np.int64(1)), (jnp.int32(3), 1)):
+        s = bg.from_position_id("4HPwATDgc/ABMA", dice)
+        assert tuple(int(d) for d in s.dice) == (1, 3)
 
 
 def test_illegal_action_and_check_action():
