@@ -121,6 +121,7 @@ def test_zero_ply_plays_the_best_complete_move(net, play0, pid, roll):
     assert int(moves.valid.sum()) == len(ref)
 
 
+@pytest.mark.slow  # the reference lists 63 move sets by depth-first search: minutes on 2 cores
 @pytest.mark.parametrize("pid,roll", POSITIONS[2:3])
 def test_one_ply_averages_the_opponents_best_replies(net, pid, roll):
     evaluator, variables = net
