@@ -295,6 +295,8 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
 MEASURED_TIMES: dict[tuple[str, str], str] = {
     ("backgammon", "tiny"): "75 s to 2 min 30 s (docs/training.md)",
     ("backgammon", "medium"): "22 min with a second seed beside it (docs/learning.md)",
+    ("backgammon", "td"): "700 iterations in 95 min beside a second seed and other work "
+                          "(docs/learning.md); 2000 not measured",
     ("chess", "tiny"): "9 min 27 s beside a second seed (docs/learning.md)",
     ("chess", "small"): "57 min beside a second seed (docs/learning.md)",
     ("pgx/tic_tac_toe", "tiny"): "21 s (docs/training.md)",
