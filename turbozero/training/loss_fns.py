@@ -58,7 +58,18 @@ def l2_penalty(params: chex.ArrayTree) -> jax.Array:
     return sum(jnp.sum(jnp.square(p)) for p in jax.tree_util.tree_leaves(params))
 
 
-def _total_loss(params, policy_loss, value_loss, l2_reg_lambda, metrics, updates):
+def apply_in_training(params, train_state: TrainState, observation: jax.Array):
+    """`((policy_logits, value_out), updates)`: the network in training mode, its BatchNorm
+    statistics (if any) updated in `updates`."""
+    variables = {"params": params}
+    mutable: list[str] = []
+    if train_state.batch_stats is not None:
+        variables["batch_stats"] = train_state.batch_stats
+        mutable = ["batch_stats"]
+    return train_state.apply_fn(variables, observation, train=True, mutable=mutable)
+
+
+def total_loss(params, policy_loss, value_loss, l2_reg_lambda, metrics, updates):
     """policy + value + L2, with the metrics every loss reports."""
     l2_reg = l2_reg_lambda * l2_penalty(params)
     metrics = {"policy_loss": policy_loss, "value_loss": value_loss, "l2_reg": l2_reg, **metrics}
@@ -77,20 +88,14 @@ def az_loss_fn(
 
     Returns `(loss, (aux_metrics, updates))`; `updates` holds new BatchNorm statistics.
     """
-    variables = {"params": params}
-    mutable: list[str] = []
-    if train_state.batch_stats is not None:
-        variables["batch_stats"] = train_state.batch_stats
-        mutable = ["batch_stats"]
-    (policy_logits, value_out), updates = train_state.apply_fn(
-        variables, experience.observation, train=True, mutable=mutable
-    )
+    (policy_logits, value_out), updates = apply_in_training(params, train_state,
+                                                             experience.observation)
     policy_loss = policy_cross_entropy(
         policy_logits, experience.policy, experience.legal_action_mask
     )
     check_value_format(value_format)
     value_loss, metrics = value_format.loss(value_out, experience.returns, experience.current_player)
-    return _total_loss(params, policy_loss, value_loss, l2_reg_lambda, metrics, updates)
+    return total_loss(params, policy_loss, value_loss, l2_reg_lambda, metrics, updates)
 
 
 def az_loss_fn_4way(
@@ -123,7 +128,7 @@ def simultaneous_loss_fn(
         experience.legal_action_mask.reshape(b * p, a),
     )
     value_loss, _ = SeatValues(p).loss(values, experience.returns, experience.current_player)
-    return _total_loss(params, policy_loss, value_loss, l2_reg_lambda, {}, {})
+    return total_loss(params, policy_loss, value_loss, l2_reg_lambda, {}, {})
 
 
 LossFn = Callable[..., tuple[jax.Array, tuple[dict, dict]]]

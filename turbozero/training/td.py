@@ -34,7 +34,7 @@ from turbozero.search.afterstate import (AfterstatePlayerConfig, AfterstateValue
 from turbozero.search.mctx_policies import NetworkEvaluator
 from turbozero.training import collector as collector_lib
 from turbozero.training.algorithms import Algorithm, register_algorithm
-from turbozero.training.loss_fns import _total_loss
+from turbozero.training.loss_fns import apply_in_training, total_loss
 
 
 @dataclasses.dataclass(frozen=True)
@@ -262,15 +262,9 @@ class AfterstateTD(Algorithm):
         return TDExperience(observation=obs, target=buffer.target.reshape(e * t, -1)[idx])
 
     def loss_fn(self, params, train_state, experience: TDExperience, l2_reg_lambda=0.0):
-        variables = {"params": params}
-        mutable: list[str] = []
-        if train_state.batch_stats is not None:
-            variables["batch_stats"] = train_state.batch_stats
-            mutable = ["batch_stats"]
-        (_, value_out), updates = train_state.apply_fn(
-            variables, experience.observation, train=True, mutable=mutable)
+        (_, value_out), updates = apply_in_training(params, train_state, experience.observation)
         value_loss, metrics = self.value_format.outcome_loss(value_out, experience.target)
-        return _total_loss(params, jnp.zeros(()), value_loss, l2_reg_lambda, metrics, updates)
+        return total_loss(params, jnp.zeros(()), value_loss, l2_reg_lambda, metrics, updates)
 
 
 register_algorithm(TDConfig, AfterstateTD)
