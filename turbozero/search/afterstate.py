@@ -1,6 +1,6 @@
 """Complete-move players: value every complete move's result (its afterstate) and play the
-best, optionally looking ahead over the chance events as expectimax (the TD-Gammon / gnubg
-recipe for dice games).
+best, optionally looking ahead over the chance events as expectimax (the classic recipe for
+dice games: value afterstates, search over the rolls).
 
     config = AfterstatePlayerConfig(plies=0)          # or 1, 2
     out = search(env, evaluator, variables, states, key, config)
@@ -12,7 +12,7 @@ negated for the other player; a finished game is valued by its exact reward.
 * 0-ply: the afterstate whose value is best for the mover.
 * n-ply: the `candidates` best afterstates at 0-ply are looked at again: each is averaged over
   every chance outcome (`env.chance_outcome_probs`) of the opponent's (n-1)-ply value there,
-  negated. 1-ply is the average over the 21 rolls of the opponent's best 0-ply reply.
+  negated. 1-ply is the average over the chance outcomes of the opponent's best 0-ply reply.
 
 The action returned is the first micro-action of the chosen complete move; the env's own
 micro-steps follow it (called again mid-turn, the player lists the rest of the move, and the
@@ -37,15 +37,15 @@ class AfterstatePlayerConfig:
     """A complete-move player (module docstring).
 
     plies: 0, 1 or 2 chance layers of look-ahead. candidates: how many of the best 0-ply moves
-    the look-ahead re-values (gnubg's move filter; ignored at 0 plies). max_afterstates: M,
+    the look-ahead re-values (a move filter; ignored at 0 plies). max_afterstates: M,
     complete moves listed per position (None: the env's default). objective: None for the
     network's value in reward units (money points), or an object with
     `values(value_out, is_root_mover)` and `terminal(points, is_root_mover)` mapping network
     outputs and finished games to a zero-sum scalar for the player it is for (e.g.
-    `equity.MatchObjective(score)`, match winning chances; the score is the chooser's).
+    a match-winning-chance objective; a match score is the chooser's).
     exact: None, or an object with `value_out(states) -> (known bool[...], value_out)` whose
-    outputs replace the network's where known (e.g. `equity.BearoffExact()`, gnubg's bear-off
-    databases); afterstate TD also takes its targets from them."""
+    outputs replace the network's where known (e.g. an endgame database's exact
+    values); afterstate TD also takes its targets from them."""
 
     plies: int = 0
     candidates: int = 8
@@ -175,7 +175,7 @@ def _lookahead(valuer: AfterstateValuer, after: State, mover: jax.Array, plies: 
     (plies-1)-ply value over the chance outcomes (finished games: exact).
 
     The outcomes are taken one after another (`lax.map`), not side by side: each holds the
-    complete moves of every candidate, and all 21 rolls at once took 12.6 GB to compile for
+    complete moves of every candidate, and all outcomes at once took 12.6 GB to compile for
     one position at 2 plies."""
     env = valuer.env
     step = env.step_chance

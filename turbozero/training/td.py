@@ -1,10 +1,11 @@
-"""Afterstate TD(lambda): the TD-Gammon recipe as an algorithm the Trainer runs.
+"""Afterstate TD(lambda) for games with chance and complete moves, as an algorithm the Trainer
+runs.
 
 Self-play picks complete moves (`envs.afterstates`) with the complete-move player
 (`turbozero.search.afterstate`, 0-ply by default), a uniformly random complete move with
 probability `exploration`. The network learns the value of afterstates (the position after a
 complete move, the opponent to roll), seen from the player to roll there, as the value format's
-outcome distribution (`expected_outcome`; the 4-way head's joint outcome probabilities).
+outcome distribution (`expected_outcome`: e.g. joint outcome probabilities).
 
 Targets (the forward view of TD(lambda), computed from the values stored when each move was
 chosen): for a game's afterstates a_1, a_2, ... with estimates V_t (each for the player to roll
@@ -15,7 +16,7 @@ at a_t, who moves next),
     G_t = flip( V_{t+1} )            when a_{t+1} is the newest afterstate of a game going on
 
 `lambda = 0` is one-step TD, `lambda = 1` the game's outcome (Monte Carlo). The loss is the
-value format's `outcome_loss` (the masked 4-way BCE with soft targets). The policy head is not
+value format's `outcome_loss` (e.g. a masked BCE with soft targets). The policy head is not
 trained. docs/training.md, "Afterstate TD learning", has the choices and their measurements.
 """
 
