@@ -114,7 +114,7 @@ def speed(args) -> None:
     print(f"batch {args.batch}, M {args.m}, backend {jax.default_backend()}: "
           f"env.afterstates {args.batch / jax_s:,.0f} sets/s ({jax_s * 1e3:.1f} ms a call, "
           f"compile {compile_s:.1f} s, {overflow} overflowed); gnubg-nn moves loop "
-          f"{args.batch / gnubg_s:,.0f} sets/s; ratio {gnubg_s / jax_s:.2f}x")
+          f"{args.batch / gnubg_s:,.0f} sets/s; ratio {gnubg_s / jax_s:.4f}x")
 
 
 def main() -> None:
