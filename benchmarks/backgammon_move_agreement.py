@@ -41,7 +41,7 @@ def main() -> None:
 
     from envs._src.backgammon import gnubg_bridge, notation, rules
     from turbozero.search.afterstate import AfterstatePlayerConfig, choose_afterstates
-    from turbozero.search.mctx_policies import NetworkEvaluator
+    from turbozero.search.api import NetworkEvaluator
     from turbozero.training import Trainer
     from turbozero.training.checkpoints import load_checkpoint, restore_network
     from turbozero.training.run_config import evaluation_config, with_overrides

@@ -6,7 +6,7 @@
     python benchmarks/bench_search_kernel.py reuse [--game chess --batch 16 --sims 64]
 
 speed: simulations/s of one search (same env, network, simulations), both through
-`turbozero.search.search`, mctx with `SearchConfig`, the kernel with `TreeSearchConfig`.
+`turbozero.search.search`, mctx with `MctxConfig`, the kernel with `TreeSearchConfig`.
 memory: XLA's `memory_analysis()` of the compiled search (lowered and compiled, not run).
 leaves: time per search for L = 1, 4, 8 leaves per step at equal total simulations.
 reuse: evaluations carried into the next move's search by `reuse_subtree` during self-play.
@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import envs
 from turbozero.games import build_network, game_spec
 from turbozero.search import (
-    NetworkEvaluator, PUCTRoot, SearchConfig, TreeSearchConfig, random_actions, search)
+    NetworkEvaluator, PUCTRoot, MctxConfig, TreeSearchConfig, random_actions, search)
 
 
 TINY = {"num_filters": 8, "num_blocks": 1}
@@ -67,7 +67,7 @@ def speed(games, batches, sims, repeats):
         for batch in batches:
             env, ev, variables, states = _setup(game, batch)
             key = jax.random.PRNGKey(3)
-            mctx_fn = _search_fn(env, ev, SearchConfig(num_simulations=sims))
+            mctx_fn = _search_fn(env, ev, MctxConfig(num_simulations=sims))
             ours_fn = _search_fn(env, ev, TreeSearchConfig(num_simulations=sims))
             t_mctx, t_ours = _interleaved_min(
                 [lambda: mctx_fn(variables, states, key), lambda: ours_fn(variables, states, key)],
@@ -85,7 +85,7 @@ def memory(game, batch, sims):
     print(f"| search | {game} games x sims | temporaries GiB | arguments GiB | output GiB |")
     print("| --- | --- | --- | --- | --- |")
     for name, cfg in (("kernel", TreeSearchConfig(num_simulations=sims)),
-                      ("mctx", SearchConfig(num_simulations=sims))):
+                      ("mctx", MctxConfig(num_simulations=sims))):
         fn = jax.jit(lambda v, s, k, cfg=cfg: search(env, ev, v, s, k, cfg).policy)
         m = fn.lower(variables, big, key).compile().memory_analysis()
         g = 2.0 ** 30

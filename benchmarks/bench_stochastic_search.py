@@ -17,7 +17,7 @@ import jax.numpy as jnp
 
 import envs
 from turbozero.networks import FourWayValue, MLPNet
-from turbozero.search import NetworkEvaluator, SearchConfig, random_actions, search
+from turbozero.search import NetworkEvaluator, MctxConfig, random_actions, search
 from turbozero.search.mctx_policies import make_stochastic_fns
 
 from _timing import median_time  # benchmarks/_timing.py (this script's folder)
@@ -33,7 +33,7 @@ def main(batch: int = 32, sims: int = 16) -> None:
         states = step(states, random_actions(states, k1), jax.random.split(k2, batch))
     variables = net.init(jax.random.PRNGKey(1), states.observation)
     ev = NetworkEvaluator(net.apply, FourWayValue())
-    cfg = SearchConfig(num_simulations=sims)
+    cfg = MctxConfig(num_simulations=sims)
     search_fn = jax.jit(lambda v, s, k: search(env, ev, v, s, k, cfg).action)
     decision_fn, chance_fn = make_stochastic_fns(env, ev)
     actions = random_actions(states, jax.random.PRNGKey(2))
@@ -82,7 +82,7 @@ def kernel_vs_mctx(batches=(16, 64), sims=(16, 64), repeats: int = 5) -> None:
         variables = net.init(jax.random.PRNGKey(1), states.observation)
         for n in sims:
             times = []
-            for cfg in (SearchConfig(num_simulations=n),
+            for cfg in (MctxConfig(num_simulations=n),
                         TreeSearchConfig(num_simulations=n,
                                          selection=SpecPUCT(c_puct=1.25, fpu_base=0.0),
                                          root=PUCTRoot(dirichlet_alpha=0.3,

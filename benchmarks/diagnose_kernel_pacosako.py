@@ -23,7 +23,8 @@ import numpy as np
 
 from turbozero.presets import get_preset
 from turbozero.search import MctxPUCT, PUCTRoot, SpecPUCT, TreeSearchConfig
-from turbozero.search.mctx_policies import MinMaxQ, SearchConfig, random_actions, search
+from turbozero.search import search
+from turbozero.search.mctx_policies import MinMaxQ, MctxConfig, random_actions
 from turbozero.training import Trainer
 
 SIMS = 8
@@ -34,19 +35,19 @@ SEARCHES = {
                                           root=PUCTRoot(0.3, 0.25)),
     # mctx's default selection Q (DynamicFPU(fpu_base=0)) is the kernel's SpecPUCT(fpu_base=0)
     # formula up to the exploration constant; MinMaxQ is the formula of MctxPUCT
-    "mctx": SearchConfig(num_simulations=SIMS),
-    "mctx, MinMaxQ": SearchConfig(num_simulations=SIMS, q_transform=MinMaxQ()),
+    "mctx": MctxConfig(num_simulations=SIMS),
+    "mctx, MinMaxQ": MctxConfig(num_simulations=SIMS, q_transform=MinMaxQ()),
 }
 QUIET = PUCTRoot(dirichlet_fraction=0.0)
 # (mctx, kernel) pairs of the same formula, noise off, temperature 0
 PAIRS = {
     "mctx MinMaxQ vs kernel MctxPUCT": (
-        SearchConfig(num_simulations=SIMS, dirichlet_fraction=0.0, temperature=0.0,
+        MctxConfig(num_simulations=SIMS, dirichlet_fraction=0.0, temperature=0.0,
                      q_transform=MinMaxQ()),
         TreeSearchConfig(num_simulations=SIMS, selection=MctxPUCT(), root=QUIET,
                          temperature=0.0)),
     "mctx DynamicFPU(0) vs kernel SpecPUCT(fpu 0)": (
-        SearchConfig(num_simulations=SIMS, dirichlet_fraction=0.0, temperature=0.0),
+        MctxConfig(num_simulations=SIMS, dirichlet_fraction=0.0, temperature=0.0),
         TreeSearchConfig(num_simulations=SIMS, selection=SpecPUCT(fpu_base=0.0), root=QUIET,
                          temperature=0.0)),
 }

@@ -269,7 +269,7 @@ def check_against_reference(model, states, config, key=jax.random.PRNGKey(5), pa
                                 None if risk is None else np.asarray(risk[b]))
         assert _kernel_tree(tree, b) == _reference_tree(root), f"game {b}"
         vis = {a: ch.visits for a, _, ch in root.children if ch is not None}
-        got = np.asarray(result.root_visits[b])
+        got = np.asarray(result.stats["root_visits"][b])
         assert {a: int(got[a]) for a in vis} == vis
         np.testing.assert_allclose(np.asarray(result.root_values[b]),
                                    root.value_sum / root.visits, rtol=1e-4, atol=1e-5)

@@ -13,7 +13,7 @@ from envs._src.backgammon import gnubg_bridge, notation, rules
 from turbozero.games import build_network, game_spec
 from turbozero.search import search
 from turbozero.search.afterstate import AfterstatePlayerConfig, afterstate_search
-from turbozero.search.mctx_policies import NetworkEvaluator
+from turbozero.search.api import NetworkEvaluator
 
 ENV = envs.make("backgammon")
 POSITIONS = [  # (position id, roll): a race, contact with hits, the bar, a bear-off

@@ -12,7 +12,7 @@ from turbozero.presets import get_preset
 from turbozero.search import TreeSearchConfig
 from turbozero.search.kernel import PUCTRoot
 from turbozero.search.mcgs import MCGSConfig
-from turbozero.search.mctx_policies import SearchConfig
+from turbozero.search.mctx_policies import MctxConfig
 from turbozero.training import loop
 from turbozero.training.algorithms import (
     AlphaZero,
@@ -28,7 +28,7 @@ def _apply(variables, obs, train=False):
 
 
 def test_the_search_config_type_picks_the_algorithm():
-    assert algorithm_class(SearchConfig()) is AlphaZero
+    assert algorithm_class(MctxConfig()) is AlphaZero
     assert algorithm_class(TreeSearchConfig()) is AlphaZero
     assert algorithm_class(MCGSConfig()) is GraphSearch
     with pytest.raises(ValueError, match="no algorithm trains with a dict search"):
@@ -39,11 +39,11 @@ def test_an_algorithm_refuses_an_env_it_cannot_search():
     pyrat = envs.make("pyrat", width=5, height=5, cheese_count=3)
     ttt = envs.make("pgx/tic_tac_toe")
     with pytest.raises(ValueError, match="simultaneous-move game"):
-        build_algorithm(pyrat, _apply, SeatValues(2), SearchConfig())
+        build_algorithm(pyrat, _apply, SeatValues(2), MctxConfig())
     with pytest.raises(ValueError, match="turn-based game"):
         build_algorithm(ttt, _apply, WDLValue(), MCGSConfig())
     with pytest.raises(ValueError, match="use one kind"):
-        build_algorithm(ttt, _apply, WDLValue(), SearchConfig(), MCGSConfig())
+        build_algorithm(ttt, _apply, WDLValue(), MctxConfig(), MCGSConfig())
 
 
 def test_evaluation_search_turns_off_noise_and_temperature_also_when_nested():
@@ -52,7 +52,7 @@ def test_evaluation_search_turns_off_noise_and_temperature_also_when_nested():
     ev = evaluation_search(cfg)
     assert ev.root.dirichlet_fraction == 0.0 and ev.temperature == 0.0
     assert ev.temperature_moves is None and ev.num_simulations == 7
-    assert evaluation_search(SearchConfig(num_simulations=5)) == SearchConfig(
+    assert evaluation_search(MctxConfig(num_simulations=5)) == MctxConfig(
         num_simulations=5, dirichlet_fraction=0.0, temperature=0.0)
 
 
@@ -124,7 +124,7 @@ def test_tree_config_finds_the_simulations_of_every_search_config():
     kernel = TreeSearchConfig(num_simulations=12)
     assert tree_config(kernel) is kernel
     assert tree_config(MCGSConfig(num_simulations=7)).num_simulations == 7
-    assert tree_config(SearchConfig(num_simulations=5)).num_simulations == 5
+    assert tree_config(MctxConfig(num_simulations=5)).num_simulations == 5
     nested = MuZeroConfig(search=TreeSearchConfig(num_simulations=9))
     assert tree_config(nested) is nested.search
     with pytest.raises(ValueError, match="int has no num_simulations"):

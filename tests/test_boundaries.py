@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import envs
-from turbozero.search import SearchConfig
+from turbozero.search import MctxConfig
 from turbozero.search.kernel import TreeSearchConfig
 from turbozero.search.mctx_policies import (
     DynamicFPU,
@@ -61,13 +61,13 @@ def test_check_real_refuses_nan_infinity_and_non_numbers():
 # ------------------------------------------------------------------------- search configs --
 @pytest.mark.parametrize("make,field", [
     # temperature=nan and c_puct=inf trained and wrote NaN into turbozero_run.json
-    (lambda: SearchConfig(temperature=NAN), "temperature"),
-    (lambda: SearchConfig(temperature=INF), "temperature"),
-    (lambda: SearchConfig(num_simulations=2.5), "num_simulations"),
-    (lambda: SearchConfig(num_simulations="16"), "num_simulations"),
-    (lambda: SearchConfig(dirichlet_alpha=NAN), "dirichlet_alpha"),
-    (lambda: SearchConfig(pb_c_init=INF), "pb_c_init"),
-    (lambda: SearchConfig(max_depth=0), "max_depth"),
+    (lambda: MctxConfig(temperature=NAN), "temperature"),
+    (lambda: MctxConfig(temperature=INF), "temperature"),
+    (lambda: MctxConfig(num_simulations=2.5), "num_simulations"),
+    (lambda: MctxConfig(num_simulations="16"), "num_simulations"),
+    (lambda: MctxConfig(dirichlet_alpha=NAN), "dirichlet_alpha"),
+    (lambda: MctxConfig(pb_c_init=INF), "pb_c_init"),
+    (lambda: MctxConfig(max_depth=0), "max_depth"),
     (lambda: DynamicFPU(fpu_base=NAN), "fpu_base"),
     (lambda: SpecPUCT(c_puct=INF), "c_puct"),
     (lambda: SpecPUCT(c_puct=NAN), "c_puct"),
@@ -95,7 +95,7 @@ def test_search_and_acting_configs_name_the_bad_field(make, field):
 def test_search_config_with_nan_temperature_never_reaches_acting():
     """Acting with temperature NaN returned a move; the schedule and both search configs now
     refuse it where they are built."""
-    for make in (lambda t: TemperatureSchedule(temperature=t), lambda t: SearchConfig(
+    for make in (lambda t: TemperatureSchedule(temperature=t), lambda t: MctxConfig(
             temperature=t), lambda t: TreeSearchConfig(temperature=t)):
         with pytest.raises(ValueError, match="temperature"):
             make(NAN)

@@ -17,7 +17,7 @@ from envs._src.chess.encode import encode_batch, states_from_fens
 from envs._src.chess.pgn import (GameRecord, game_to_pgn, games_to_pgn, move_comment, parse_comment,
                                  record_games)
 from envs._src.chess.pychess import action_to_move, move_to_action, random_fens
-from turbozero.search import SearchOutput, random_actions
+from turbozero.search import SearchResult, random_actions
 
 SCHOLAR = ("e2e4", "e7e5", "f1c4", "b8c6", "d1h5", "g8f6", "h5f7")
 # positions with castling both ways, en passant, promotions and underpromotions for each colour
@@ -114,9 +114,10 @@ def fake_search(variables, states, key):
     root value (ply % 7) / 10 - 0.3, so each move's notes are known to the test."""
     del variables
     legal = states.legal_action_mask.astype(jnp.float32)
-    return SearchOutput(action=random_actions(states, key),
-                        policy=legal / legal.sum(-1, keepdims=True),
-                        root_value=(states.step_count % 7) / 10.0 - 0.3)
+    value = (states.step_count % 7) / 10.0 - 0.3
+    return SearchResult(action=random_actions(states, key),
+                        policy=legal / legal.sum(-1, keepdims=True), root_value=value,
+                        root_values=jnp.stack([value, -value], -1))
 
 
 def test_record_games_with_search_notes(env):

@@ -20,7 +20,7 @@ from envs._src.chess.pgn import games_to_pgn, parse_comment
 from envs._src.chess.pychess import action_to_move
 from turbozero import chess_referees as cr
 from turbozero.games import game_spec
-from turbozero.search import SearchOutput, random_actions
+from turbozero.search import SearchResult, random_actions
 
 VALUES = {chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9,
           chess.KING: 0}
@@ -197,9 +197,10 @@ def annotated_random(variables, states, key):
     """Random moves dressed as a search output: root value 0.25, visits spread evenly."""
     del variables
     legal = states.legal_action_mask.astype(jnp.float32)
-    return SearchOutput(action=random_actions(states, key),
-                        policy=legal / legal.sum(-1, keepdims=True),
-                        root_value=jnp.full(states.step_count.shape, 0.25))
+    value = jnp.full(states.step_count.shape, 0.25)
+    return SearchResult(action=random_actions(states, key),
+                        policy=legal / legal.sum(-1, keepdims=True), root_value=value,
+                        root_values=jnp.stack([value, -value], -1))
 
 
 @needs_stockfish

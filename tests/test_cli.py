@@ -13,7 +13,7 @@ from turbozero.presets import get_preset
 from turbozero.search.mcgs import MCGSConfig
 from turbozero.chess_adjudication import MaterialScore
 from turbozero.search.kernel import TreeSearchConfig
-from turbozero.search.mctx_policies import SearchConfig
+from turbozero.search.mctx_policies import MctxConfig
 from turbozero.search.one_ply import OnePlyConfig
 from turbozero.search.roots import PUCTRoot
 from turbozero.training.checkpoints import MARKER
@@ -43,7 +43,7 @@ def test_set_parses_each_field_type():
         'network={"extra": 1}',
     ])
     assert new["num_envs"] == 8 and new["optimizer"].learning_rate == 3e-3
-    assert new["search"] == SearchConfig(num_simulations=16, algorithm="gumbel", max_depth=None)
+    assert new["search"] == MctxConfig(num_simulations=16, algorithm="gumbel", max_depth=None)
     # a single name is a one-element tuple, not the letters of the name
     assert new["eval_opponents"] == ("greedy",)
     # dicts merge into the preset's instead of replacing it
@@ -60,7 +60,7 @@ def test_set_parses_each_field_type():
         "hidden_sizes": (8,)}
     # a JSON object merges into a nested config too; later keys build on earlier ones
     new = parse_overrides(base, ['search={"num_simulations": 4}', "search.temperature=0.5"])
-    assert new["search"] == SearchConfig(num_simulations=4, temperature=0.5)
+    assert new["search"] == MctxConfig(num_simulations=4, temperature=0.5)
     pyrat = get_preset("pyrat", "tiny")
     assert parse_overrides(pyrat, ["search.capacity=40"])["search"] == dataclasses.replace(
         pyrat.search, capacity=40)
@@ -80,7 +80,7 @@ def test_set_parses_each_field_type():
      "--set network.hidden_sizes: expected a tuple (a,b or a JSON array), got 'wide'"),
     ("network=[1, 2]", "--set network: expected a JSON object"),
     ("bogus=1", "--set bogus: TrainConfig has no field 'bogus'"),
-    ("search.bogus=1", "--set search.bogus: SearchConfig has no field 'bogus'"),
+    ("search.bogus=1", "--set search.bogus: MctxConfig has no field 'bogus'"),
     ("num_envs.x=1", "--set num_envs.x: num_envs is an int, it has no field 'x'"),
     ("num_envs", "--set expects KEY=VALUE, got 'num_envs'"),
 ])
@@ -165,7 +165,7 @@ def test_changed_search_carries_a_derived_evaluation_search():
     base = get_preset("backgammon", "tiny")
     cfg = with_overrides(base, parse_overrides(base, ["search.num_simulations=5"]))
     assert cfg.eval_search is None  # derived when the algorithm is built
-    assert evaluation_search(cfg.search) == SearchConfig(num_simulations=5, dirichlet_fraction=0.0,
+    assert evaluation_search(cfg.search) == MctxConfig(num_simulations=5, dirichlet_fraction=0.0,
                                                          temperature=0.0)
     # the kernel's nested root noise is turned off too
     base = get_preset(GAME, "tiny")
@@ -232,12 +232,12 @@ def test_config_json_round_trip(game, preset):
 
 def test_config_json_is_generic_and_guarded():
     data = config_to_json(get_preset("backgammon", "tiny"))
-    assert data["search"]["__dataclass__"] == "turbozero.search.mctx_policies:SearchConfig"
+    assert data["search"]["__dataclass__"] == "turbozero.search.mctx_policies:MctxConfig"
     # a field a later version added is missing from an older file: its default is used
     del data["search"]["pb_c_base"]
-    assert config_from_json(data).search.pb_c_base == SearchConfig().pb_c_base
+    assert config_from_json(data).search.pb_c_base == MctxConfig().pb_c_base
     data["search"]["warp_factor"] = 9
-    with pytest.raises(ValueError, match="SearchConfig has no field 'warp_factor'"):
+    with pytest.raises(ValueError, match="MctxConfig has no field 'warp_factor'"):
         config_from_json(data)
     data["search"] = {"__dataclass__": "subprocess:Popen"}
     with pytest.raises(ValueError, match="not one of turbozero's"):

@@ -438,7 +438,7 @@ def test_missing_extension_leaves_jax_working_and_the_cpu_path_raises(monkeypatc
     import jax
 
     import envs
-    from turbozero.search import SearchConfig, search  # noqa: F401
+    from turbozero.search import MctxConfig, search  # noqa: F401
 
     state = envs.make("pgx/tic_tac_toe").init(jax.random.PRNGKey(0))
     assert int(state.legal_action_mask.sum()) == 9

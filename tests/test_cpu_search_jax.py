@@ -107,7 +107,7 @@ def _compare_with_kernel(game, selections):
         cfg = kernel.TreeSearchConfig(num_simulations=48, selection=selection,
                                       root=PUCTRoot(dirichlet_fraction=0.0), temperature=0.0)
         search = jax.jit(lambda b, k, cfg=cfg: kernel.search_env(env, net, None, b, k, cfg))
-        want = np.asarray(search(batch, jax.random.PRNGKey(1)).root_visits)  # [4, A]
+        want = np.asarray(search(batch, jax.random.PRNGKey(1)).stats["root_visits"])  # [4, A]
         for i, s in enumerate(states):
             got = _cpp_root_visits(game, s, selection, 48)
             np.testing.assert_array_equal(got, want[i], err_msg=f"{selection} at ply {i}")
@@ -147,8 +147,9 @@ def test_per_seat_risk_equals_the_jax_tree_kernel(game):
                            root=PUCTRoot(dirichlet_fraction=0.0), temperature=0.0)
     risk = jnp.tile(jnp.asarray([betas], jnp.float32), (len(states), 1))
     want = np.asarray(search_env(env, net, None, batch, jax.random.PRNGKey(1), cfg,
-                                 risk_beta=risk).root_visits)
-    plain = np.asarray(search_env(env, net, None, batch, jax.random.PRNGKey(1), cfg).root_visits)
+                                 risk_beta=risk).stats["root_visits"])
+    plain = np.asarray(
+        search_env(env, net, None, batch, jax.random.PRNGKey(1), cfg).stats["root_visits"])
     assert not np.array_equal(want, plain)  # the betas change the search
     for i, s in enumerate(states):
         tree = _cpp_tree(game, evaluate_one, s, selection, 48, seat_betas=betas)
@@ -182,7 +183,7 @@ def test_root_wdl_and_soft_value_equal_the_jax_tree_kernel(game, wdl_net):
     positions (alphazero-chess.md §5.8, §5.10)."""
     from turbozero.networks.value_formats import WDLValue
     from turbozero.search.kernel import TreeSearchConfig, search_env
-    from turbozero.search.mctx_policies import NetworkEvaluator
+    from turbozero.search.api import NetworkEvaluator
     from turbozero.search.roots import PUCTRoot
     from turbozero.search.selection import SpecPUCT
 
@@ -216,12 +217,12 @@ def test_root_wdl_and_soft_value_equal_the_jax_tree_kernel(game, wdl_net):
         root = tree.root()
         visits = np.zeros(env.num_actions, np.int64)
         visits[root.actions] = root.visits
-        np.testing.assert_array_equal(visits, want.root_visits[i], err_msg=f"ply {i}")
+        np.testing.assert_array_equal(visits, want.stats["root_visits"][i], err_msg=f"ply {i}")
         np.testing.assert_allclose(root.wdl, want.root_wdl[i], atol=1e-5, err_msg=f"ply {i}")
         # the C++ sums are fixed point (1e-4 per visit)
-        assert tree.soft_value(0.5) == pytest.approx(float(want.risk_value[i]), abs=2e-3)
+        assert tree.soft_value(0.5) == pytest.approx(float(want.stats["risk_value"][i]), abs=2e-3)
         assert tree.soft_value(0.0) == 0.0
-    assert np.abs(want.risk_value).max() > 0.05  # a real value was compared, not zeros
+    assert np.abs(want.stats["risk_value"]).max() > 0.05  # a real value was compared, not zeros
 
 
 @pytest.fixture(scope="module")
@@ -285,7 +286,7 @@ def test_self_play_records_root_wdl_and_soft_value_into_the_replay(game, wdl_net
     replay's search record next to the move."""
     from turbozero.networks.value_formats import WDLValue
     from turbozero.search.kernel import TreeSearchConfig
-    from turbozero.search.mctx_policies import NetworkEvaluator
+    from turbozero.search.api import NetworkEvaluator
     from turbozero.training.algorithms import AlphaZero
     from turbozero.training.cpu_alphazero import write_games
 

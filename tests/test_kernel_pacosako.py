@@ -17,7 +17,8 @@ import pytest
 
 import envs
 from turbozero.search import MctxPUCT, PUCTRoot, TreeSearchConfig
-from turbozero.search.mctx_policies import MinMaxQ, SearchConfig, search
+from turbozero.search import search
+from turbozero.search.mctx_policies import MinMaxQ, MctxConfig
 
 ENV = envs.make("pacosako")
 BATCH = 64  # copies of one root: each row breaks its tie with its own draw
@@ -43,13 +44,14 @@ def searched():
     roots = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (BATCH,) + x.shape), state)
     kernel = TreeSearchConfig(num_simulations=SIMS, selection=MctxPUCT(),
                               root=PUCTRoot(dirichlet_fraction=0.0), temperature=0.0)
-    mctx_cfg = SearchConfig(num_simulations=SIMS, dirichlet_fraction=0.0, temperature=0.0,
+    mctx_cfg = MctxConfig(num_simulations=SIMS, dirichlet_fraction=0.0, temperature=0.0,
                             q_transform=MinMaxQ())
     run = jax.jit(lambda s, k, c: search(ENV, _flat_apply, None, s, k, c), static_argnums=2)
     k = run(roots, jax.random.PRNGKey(1), kernel)
     m = run(roots, jax.random.PRNGKey(1), mctx_cfg)
     mctx_visits = np.rint(np.asarray(m.policy) * SIMS).astype(int)  # mctx's policy: visits / S
-    return (np.asarray(k.root_visits), np.asarray(k.action), mctx_visits, np.asarray(m.action))
+    return (np.asarray(k.stats["root_visits"]), np.asarray(k.action), mctx_visits,
+            np.asarray(m.action))
 
 
 def test_kernel_and_mctx_visit_the_same_children(searched):

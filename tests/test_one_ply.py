@@ -18,7 +18,7 @@ from turbozero.presets import get_preset
 from turbozero.search import (
     NetworkEvaluator,
     OnePlyConfig,
-    SearchConfig,
+    MctxConfig,
     TreeSearchConfig,
     one_ply_search,
     random_actions,
@@ -107,7 +107,7 @@ def test_one_ply_is_an_alphazero_evaluation_and_survives_the_run_config():
     config = get_preset("pgx/tic_tac_toe", "tiny", eval_search=OnePlyConfig())
     assert config_from_json(json.loads(json.dumps(config_to_json(config)))) == config
     trainer = Trainer(get_preset("pgx/tic_tac_toe", "tiny", eval_games=8,
-                                 search=SearchConfig(num_simulations=4),
+                                 search=MctxConfig(num_simulations=4),
                                  eval_search=OnePlyConfig()))
     result = trainer.evaluate("random")
     assert result["finished"] == 8 and result["wins"] + result["draws"] + result["losses"] == 8

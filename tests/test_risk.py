@@ -99,7 +99,7 @@ def tiny_ttt():
 
 
 def test_trainer_takes_risk_on_the_kernel_and_refuses_it_elsewhere(tiny_ttt):
-    from turbozero.search.mctx_policies import SearchConfig
+    from turbozero.search.mctx_policies import MctxConfig
     from turbozero.training import Trainer
 
     small, get_preset = tiny_ttt
@@ -110,6 +110,6 @@ def test_trainer_takes_risk_on_the_kernel_and_refuses_it_elsewhere(tiny_ttt):
     assert betas.shape == (4, 2) and np.all((betas == 0.5).sum(1) == 1)
     with pytest.raises(ValueError, match="risk"):
         Trainer(get_preset("pgx/tic_tac_toe", "tiny", risk=risk,
-                           search=SearchConfig(num_simulations=4), **small))
+                           search=MctxConfig(num_simulations=4), **small))
     with pytest.raises(ValueError, match="risk must be"):
         get_preset("pgx/tic_tac_toe", "tiny", risk=0.5, **small)

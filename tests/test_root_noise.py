@@ -14,7 +14,7 @@ import pytest
 
 import envs
 from turbozero.networks import WDLValue
-from turbozero.search import NetworkEvaluator, SearchConfig, search
+from turbozero.search import NetworkEvaluator, MctxConfig, search
 from turbozero.search.mctx_policies import legal_dirichlet_noise, noised_prior_logits
 
 CHESS = envs.make("chess")
@@ -50,15 +50,15 @@ def test_noise_is_a_dirichlet_over_legal_actions_only():
 
 def test_dirichlet_alpha_must_be_positive():
     with pytest.raises(ValueError, match="dirichlet_alpha"):
-        SearchConfig(dirichlet_alpha=0.0)
+        MctxConfig(dirichlet_alpha=0.0)
 
 
 def test_noise_shows_in_the_visits_at_the_chess_start():
     """Uniform priors, 256 simulations: without noise every one of the 20 moves gets ~1/20 of
     the visits; with Dir(0.3) noise at 25% the favoured move takes about twice that."""
     states = jax.vmap(CHESS.init)(jax.random.split(jax.random.PRNGKey(0), 8))
-    quiet = SearchConfig(num_simulations=256, dirichlet_fraction=0.0)
-    noisy = SearchConfig(num_simulations=256, dirichlet_fraction=0.25, dirichlet_alpha=0.3)
+    quiet = MctxConfig(num_simulations=256, dirichlet_fraction=0.0)
+    noisy = MctxConfig(num_simulations=256, dirichlet_fraction=0.25, dirichlet_alpha=0.3)
     top_quiet = np.asarray(_chess_search(states, jax.random.PRNGKey(1), quiet).policy).max(-1)
     top_noisy = np.asarray(_chess_search(states, jax.random.PRNGKey(1), noisy).policy).max(-1)
     assert top_quiet.max() < 0.06, top_quiet

@@ -9,7 +9,7 @@ import pytest
 
 import envs
 from turbozero.networks import MLPNet, WDLValue
-from turbozero.search import NetworkEvaluator, SearchConfig, greedy_actions, random_actions, search
+from turbozero.search import NetworkEvaluator, MctxConfig, greedy_actions, random_actions, search
 from turbozero.search.mctx_policies import _discount
 
 ENV = envs.make("pgx/tic_tac_toe")
@@ -48,7 +48,7 @@ def test_search_returns_legal_actions_only(algorithm):
     # advance the games a few random moves so that masks differ
     for i in range(4):
         states = jax.vmap(ENV.step)(states, random_actions(states, jax.random.PRNGKey(i)))
-    config = SearchConfig(num_simulations=16, algorithm=algorithm)
+    config = MctxConfig(num_simulations=16, algorithm=algorithm)
     out = _search(_zero_net_variables(), states, jax.random.PRNGKey(9), config)
     mask = np.asarray(states.legal_action_mask)
     live = ~np.asarray(states.terminated)
@@ -67,7 +67,7 @@ WIN_FOR_O = [0, 3, 1, 4, 8]  # X: 0,1,8 O: 3,4 ; O to move wins with 5 (and must
 @pytest.mark.parametrize("moves,winning", [(WIN_FOR_X, 2), (WIN_FOR_O, 5)])
 def test_search_finds_win_in_one_for_either_side(moves, winning):
     s = _play(moves)
-    config = SearchConfig(num_simulations=64, dirichlet_fraction=0.0, temperature=0.0)
+    config = MctxConfig(num_simulations=64, dirichlet_fraction=0.0, temperature=0.0)
     out = _search(_zero_net_variables(), _batch(s, s), jax.random.PRNGKey(3), config)
     assert list(np.asarray(out.action)) == [winning, winning]
     assert float(out.root_value[0]) > 0.5
@@ -76,7 +76,7 @@ def test_search_finds_win_in_one_for_either_side(moves, winning):
 def test_search_blocks_mate_threat():
     # X: 0, 1 ; O: 4 ; O to move must block at 2 (else X wins next move)
     s = _play([0, 4, 1])
-    config = SearchConfig(num_simulations=200, dirichlet_fraction=0.0, temperature=0.0)
+    config = MctxConfig(num_simulations=200, dirichlet_fraction=0.0, temperature=0.0)
     out = _search(_zero_net_variables(), _batch(s), jax.random.PRNGKey(4), config)
     assert int(out.action[0]) == 2
 
@@ -100,6 +100,6 @@ def test_discount_convention():
 
 def test_search_config_validation():
     with pytest.raises(ValueError, match="num_simulations"):
-        SearchConfig(num_simulations=0)
+        MctxConfig(num_simulations=0)
     with pytest.raises(ValueError, match="algorithm"):
-        SearchConfig(algorithm="alphabeta")
+        MctxConfig(algorithm="alphabeta")

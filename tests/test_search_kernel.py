@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import envs
-from turbozero.search import mctx_policies
+from turbozero.search import SearchResult, mctx_policies, search
 from turbozero.search.kernel import TreeSearchConfig, tree_search
 from turbozero.search.model import EnvModel, ModelOutput
 from turbozero.search.roots import GumbelRoot, PUCTRoot
@@ -293,9 +293,9 @@ def test_risk_beta_prefers_or_avoids_variance():
         config = TreeSearchConfig(num_simulations=60, root=QUIET,
                                   selection=SpecPUCT(risk_beta=beta))
         result, _ = _kernel(model, roots, jax.random.PRNGKey(0), config)
-        visits[beta] = np.asarray(result.root_visits[0])
+        visits[beta] = np.asarray(result.stats["root_visits"][0])
         if beta:  # spec §5.10 with only the risky child's variance: above 0 for beta > 0
-            assert (float(result.risk_value[0]) > 0) == (beta > 0)
+            assert (float(result.stats["risk_value"][0]) > 0) == (beta > 0)
     assert abs(int(visits[0.0][1]) - int(visits[0.0][0])) <= 2
     assert visits[1.0][1] > visits[1.0][0] + 10
     assert visits[-1.0][1] + 10 < visits[-1.0][0]
@@ -391,7 +391,7 @@ def test_more_legal_actions_than_k_keeps_the_highest_priors():
     for b in range(3):
         lg = np.where(np.asarray(out.legal[b]), np.asarray(out.prior_logits[b]), -np.inf)
         top3 = set(np.argsort(-lg, kind="stable")[:3].tolist())
-        assert set(np.flatnonzero(np.asarray(result.root_visits[b]))) <= top3
+        assert set(np.flatnonzero(np.asarray(result.stats["root_visits"][b]))) <= top3
 
 
 @pytest.mark.parametrize("make, match", [
@@ -417,17 +417,17 @@ def test_invalid_settings_raise(make, match):
 
 def test_search_interface_runs_the_kernel_and_checks_k():
     config = TreeSearchConfig(num_simulations=24, root=QUIET, temperature=0.0)
-    out = jax.jit(lambda s, k: mctx_policies.search(TTT, TTT_EVAL, None, s, k, config))(
+    out = jax.jit(lambda s, k: search(TTT, TTT_EVAL, None, s, k, config))(
         TTT_STATES, jax.random.PRNGKey(5))
     result, _ = _kernel(TTT_MODEL, TTT_STATES, jax.random.PRNGKey(5), config)
-    assert isinstance(out, mctx_policies.SearchOutput)
-    np.testing.assert_array_equal(np.asarray(out.root_visits), np.asarray(result.root_visits))
-    visits = np.asarray(result.root_visits)  # tau = 0: a most visited action (ties: random)
+    assert isinstance(out, SearchResult)
+    visits = np.asarray(result.stats["root_visits"])  # tau = 0: a most visited action (ties: random)
+    np.testing.assert_array_equal(np.asarray(out.stats["root_visits"]), visits)
     np.testing.assert_array_equal(visits[np.arange(len(visits)), np.asarray(out.action)],
                                   visits.max(-1))
     np.testing.assert_allclose(np.asarray(out.policy).sum(-1), 1.0, rtol=1e-6)
     with pytest.raises(ValueError, match="max_children"):
-        mctx_policies.search(TTT, TTT_EVAL, None, TTT_STATES, jax.random.PRNGKey(5),
+        search(TTT, TTT_EVAL, None, TTT_STATES, jax.random.PRNGKey(5),
                              TreeSearchConfig(num_simulations=4, max_children=8))
 
 
@@ -495,15 +495,15 @@ def test_per_seat_risk_betas_follow_the_reference_and_equal_the_static_beta():
     r_same, t_same = check_against_reference(THREE, THREE_ROOTS, base, risk=same)
     for b in range(2):
         assert _kernel_tree(t_same, b) == _kernel_tree(t_static, b)
-    np.testing.assert_allclose(np.asarray(r_same.risk_value), np.asarray(r_static.risk_value),
-                               rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(r_same.stats["risk_value"]),
+                               np.asarray(r_static.stats["risk_value"]), rtol=1e-6)
     mixed = jnp.array([[1.5, -1.0, 0.0], [-0.7, 0.0, 2.0]])
     r_mixed, t_mixed = check_against_reference(THREE, THREE_ROOTS, base, risk=mixed)
     assert any(_kernel_tree(t_mixed, b) != _kernel_tree(t_same, b) for b in range(2))
     # the root's soft value uses the root mover's beta (seat 0 here: 1.5 and -0.7)
-    assert np.all(np.asarray(r_mixed.risk_value) != 0.0)
+    assert np.all(np.asarray(r_mixed.stats["risk_value"]) != 0.0)
     zero = check_against_reference(THREE, THREE_ROOTS, base, risk=jnp.zeros((2, 3)))[0]
-    np.testing.assert_array_equal(np.asarray(zero.risk_value), 0.0)
+    np.testing.assert_array_equal(np.asarray(zero.stats["risk_value"]), 0.0)
     with pytest.raises(ValueError, match="risk_beta must be"):
         tree_search(THREE, None, THREE_ROOTS, jax.random.PRNGKey(0), base,
                     risk_beta=jnp.zeros((2, 2)))

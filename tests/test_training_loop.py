@@ -107,13 +107,13 @@ def test_config_validation():
 
 def test_presets_derive_a_deterministic_evaluation_search():
     from turbozero.search.mcgs import MCGSConfig
-    from turbozero.search.mctx_policies import SearchConfig
+    from turbozero.search.mctx_policies import MctxConfig
 
     from turbozero.training.algorithms import evaluation_search
 
-    cfg = get_preset(GAME, "tiny", search=SearchConfig(num_simulations=5))
+    cfg = get_preset(GAME, "tiny", search=MctxConfig(num_simulations=5))
     assert cfg.eval_search is None
-    assert evaluation_search(cfg.search) == SearchConfig(num_simulations=5, dirichlet_fraction=0.0,
+    assert evaluation_search(cfg.search) == MctxConfig(num_simulations=5, dirichlet_fraction=0.0,
                                                          temperature=0.0)
     cfg = get_preset("pyrat", "tiny", search=MCGSConfig(num_simulations=6, c_puct=0.5))
     assert evaluation_search(cfg.search) == MCGSConfig(num_simulations=6, c_puct=0.5, temperature=0.0)

@@ -21,7 +21,7 @@ SELF = "self"  # the opponent name of a game the agent plays against itself
 
 @functools.lru_cache(maxsize=4)
 def search_policy(algorithm: Any, config: Any = None) -> Callable:
-    """`(variables, states, key) -> SearchOutput` of a tree-search algorithm (AlphaZero), with
+    """`(variables, states, key) -> SearchResult` of a tree-search algorithm (AlphaZero), with
     its evaluation search by default. Cached (bounded) so that recording again with the same
     algorithm does not compile the game loop again."""
     if not hasattr(algorithm, "evaluator"):

@@ -110,7 +110,7 @@ def play_stockfish_match(
 ) -> StockfishMatch:
     """`agent` against Stockfish; the agent is White in even games and Black in odd ones (as
     `evaluation.play_match`). `agent(variables, states, key)` returns actions, or a search
-    output (`turbozero.search.SearchOutput`), whose value and visit share then annotate the
+    output (`turbozero.search.SearchResult`), whose value and visit share then annotate the
     agent's moves in the records.
 
     RuntimeError if the env and python-chess ever disagree on a game (a move Stockfish plays is

@@ -96,7 +96,7 @@ def load_agent(game: str, run_dir: str, plies: int = 0) -> Agent:
     """The newest intact checkpoint of `run_dir` (any run directory of `game`, read as
     `turbozero eval` reads it: the stored config, the network's variables only)."""
     from turbozero.search.afterstate import AfterstatePlayerConfig, check_env, choose_afterstates
-    from turbozero.search.mctx_policies import NetworkEvaluator
+    from turbozero.search.api import NetworkEvaluator
     from turbozero.training import Trainer
     from turbozero.training.checkpoints import load_checkpoint, restore_network
     from turbozero.training.run_config import evaluation_config, with_overrides

@@ -10,7 +10,7 @@ from turbozero.search.cpu.selfplay import CPUSelfPlayConfig
 from turbozero.search.cpu.tree import CPUSearchConfig
 from turbozero.search.mcgs import MCGSConfig
 from turbozero.search.kernel import TreeSearchConfig
-from turbozero.search.mctx_policies import SearchConfig
+from turbozero.search.mctx_policies import MctxConfig
 from turbozero.search.one_ply import OnePlyConfig
 from turbozero.search.roots import GumbelRoot, PUCTRoot
 from turbozero.search.selection import MctxPUCT, SpecPUCT
@@ -80,7 +80,7 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "tiny": dict(
             num_envs=32, collect_steps=32, train_steps=16, batch_size=128, replay_capacity=256,
             num_iterations=24, eval_every=24, eval_games=32, optimizer=Optimizer(learning_rate=3e-3),
-            network={"hidden_sizes": (64, 64)}, search=SearchConfig(num_simulations=8),
+            network={"hidden_sizes": (64, 64)}, search=MctxConfig(num_simulations=8),
             max_eval_steps=1200, eval_opponents=("random", "greedy"), temperature_schedule=_BACKGAMMON,
         ),
         # sized for the learning curves of docs/learning.md: ~20 min on 2 CPU cores, evaluated
@@ -88,20 +88,20 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "medium": dict(
             num_envs=64, collect_steps=32, train_steps=32, batch_size=256, replay_capacity=256,
             num_iterations=100, eval_every=20, eval_games=64, optimizer=Optimizer(learning_rate=3e-3),
-            network={"hidden_sizes": (128, 128)}, search=SearchConfig(num_simulations=16),
+            network={"hidden_sizes": (128, 128)}, search=MctxConfig(num_simulations=16),
             max_eval_steps=2000, eval_opponents=("random", "greedy", "gnubg"),
             temperature_schedule=_BACKGAMMON,
         ),
         "small": dict(
             num_envs=256, collect_steps=64, train_steps=64, batch_size=512, replay_capacity=1024,
             num_iterations=500, eval_every=25, eval_games=256, optimizer=Optimizer(learning_rate=1e-3),
-            network={"hidden_sizes": (256, 256, 256)}, search=SearchConfig(num_simulations=64),
+            network={"hidden_sizes": (256, 256, 256)}, search=MctxConfig(num_simulations=64),
             max_eval_steps=2000, eval_opponents=("random", "greedy"), temperature_schedule=_BACKGAMMON,
         ),
         "large": dict(
             num_envs=1024, collect_steps=64, train_steps=128, batch_size=2048, replay_capacity=2048,
             num_iterations=5000, eval_every=100, eval_games=1024, optimizer=Optimizer(learning_rate=1e-3),
-            network={"hidden_sizes": (512, 512, 512, 512)}, search=SearchConfig(num_simulations=200),
+            network={"hidden_sizes": (512, 512, 512, 512)}, search=MctxConfig(num_simulations=200),
             max_eval_steps=2000, eval_opponents=("random", "greedy"), temperature_schedule=_BACKGAMMON,
         ),
         # afterstate TD(lambda) with the 0-ply complete-move player (turbozero.training.td,

@@ -1,7 +1,21 @@
-"""Searches behind one interface: the library's tree kernel (`TreeSearchConfig`) or mctx
-policies (`SearchConfig`) over the true dynamics of any turn-based env, and Monte-Carlo graph
-search (`mcgs`) for simultaneous two-player games."""
+"""Searches behind one contract (`turbozero.search.api`): `search(env, evaluator, variables,
+states, key, config)` runs the family the config names and returns a `SearchResult`.
 
+Families: the library's tree kernel (`TreeSearchConfig`), mctx (`MctxConfig`), Monte-Carlo
+graph search for simultaneous games (`MCGSConfig`), one ply (`OnePlyConfig`) and complete-move
+players (`AfterstatePlayerConfig`); `available_families()` lists what is registered
+(docs/search.md)."""
+
+from turbozero.search.api import (
+    Family,
+    NetworkEvaluator,
+    SearchOutput,
+    SearchResult,
+    available_families,
+    family_of,
+    register_family,
+    search,
+)
 from turbozero.search.mcgs import (
     MCGSConfig,
     MCGSOutput,
@@ -10,24 +24,20 @@ from turbozero.search.mcgs import (
     network_eval_fn,
     uniform_eval_fn,
 )
-from turbozero.search.mctx_policies import (
-    NetworkEvaluator,
-    SearchConfig,
-    SearchOutput,
-    random_actions,
-    search,
-)
+from turbozero.search.mctx_policies import MctxConfig, SearchConfig, random_actions
 from turbozero.search.one_ply import OnePlyConfig, greedy_actions, one_ply_search
-from turbozero.search.kernel import TreeSearchConfig, TreeSearchResult, tree_search
+from turbozero.search.afterstate import AfterstatePlayerConfig
+from turbozero.search.kernel import TreeSearchConfig, tree_search
 from turbozero.search.model import EnvModel, ModelOutput
 from turbozero.search.reuse import reuse_subtree
 from turbozero.search.roots import GumbelRoot, PUCTRoot
 from turbozero.search.selection import MctxPUCT, SpecPUCT
 
 __all__ = [
-    "EnvModel", "GumbelRoot", "MctxPUCT", "ModelOutput", "OnePlyConfig", "PUCTRoot", "SpecPUCT",
-    "TreeSearchConfig", "TreeSearchResult", "reuse_subtree", "tree_search",
-    "MCGSConfig", "MCGSOutput", "NetworkEvaluator", "SearchConfig", "SearchOutput",
-    "greedy_actions", "make_mcgs_fn", "mcgs_search", "network_eval_fn", "one_ply_search", "random_actions",
-    "search", "uniform_eval_fn",
+    "AfterstatePlayerConfig", "EnvModel", "Family", "GumbelRoot", "MctxConfig", "MctxPUCT",
+    "ModelOutput", "OnePlyConfig", "PUCTRoot", "SpecPUCT", "TreeSearchConfig", "reuse_subtree",
+    "tree_search", "MCGSConfig", "MCGSOutput", "NetworkEvaluator", "SearchConfig",
+    "SearchOutput", "SearchResult", "available_families", "family_of", "greedy_actions",
+    "make_mcgs_fn", "mcgs_search", "network_eval_fn", "one_ply_search", "random_actions",
+    "register_family", "search", "uniform_eval_fn",
 ]

@@ -22,14 +22,15 @@ same complete move is still the best). The policy target is one-hot on that micr
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Optional
+from typing import Any, ClassVar, Optional
 
 import jax
 import jax.numpy as jnp
 
 from envs.afterstates import AfterstateEnv
 from envs.core import Env, State, require_protocol
-from turbozero.search.mctx_policies import NetworkEvaluator, SearchOutput
+from turbozero.search.api import (
+    NetworkEvaluator, SearchResult, register_family, two_player_values)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,6 +53,7 @@ class AfterstatePlayerConfig:
     max_afterstates: Optional[int] = None
     objective: Any = None
     exact: Any = None
+    family: ClassVar[str] = "afterstate"
 
     def __post_init__(self) -> None:
         if isinstance(self.plies, bool) or self.plies not in (0, 1, 2):
@@ -220,7 +222,7 @@ def choose_afterstates(env: Env, evaluator: NetworkEvaluator, variables: Any, st
 
 
 def afterstate_search(env: Env, evaluator: NetworkEvaluator, variables: Any, states: State,
-                      config: AfterstatePlayerConfig) -> SearchOutput:
+                      config: AfterstatePlayerConfig) -> SearchResult:
     """The complete-move player's choice for a batch of decision states (leading axis B):
     the first micro-action of the chosen complete move, one-hot as the policy."""
     moves, chosen, value = choose_afterstates(env, evaluator, variables, states, config)
@@ -228,8 +230,16 @@ def afterstate_search(env: Env, evaluator: NetworkEvaluator, variables: Any, sta
     live = jnp.any(moves.valid, axis=1)
     action = jnp.where(live, first, 0).astype(jnp.int32)
     policy = jax.nn.one_hot(action, env.num_actions, dtype=jnp.float32)
-    return SearchOutput(action=action, policy=policy, root_value=value)
+    return SearchResult(action=action, policy=policy, root_value=value,
+                        root_values=two_player_values(value, states.current_player, 2))
 
+
+def _run(env, evaluator, variables, states, key, config, risk_beta=None) -> SearchResult:
+    del key, risk_beta  # deterministic; no risk term
+    return afterstate_search(env, evaluator, variables, states, config)
+
+
+register_family("afterstate", AfterstatePlayerConfig, _run)
 
 __all__ = ["AfterstatePlayerConfig", "AfterstateValuer", "afterstate_search", "check_env",
            "choose_afterstates"]

@@ -11,16 +11,15 @@ O(N * K): the tree is never read or written as a whole inside the loop.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, NamedTuple, Optional, Union
+from typing import Any, ClassVar, NamedTuple, Optional, Union
 
-import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from turbozero.search.backup import backup
 from turbozero.search.model import EnvModel, ModelOutput
-from turbozero.search.mctx_policies import SearchOutput
+from turbozero.search.api import SearchResult, register_family
 from turbozero.search.roots import GumbelRoot, PUCTRoot, RootExtra
 from turbozero.search.selection import MctxPUCT, SpecPUCT, masked_argmax, node_stats
 from turbozero.search.tree import (
@@ -33,7 +32,7 @@ RootPolicy = Union[PUCTRoot, GumbelRoot]
 
 @dataclasses.dataclass(frozen=True)
 class TreeSearchConfig:
-    """Static settings of the tree kernel (hashable: close over it in `jit`).
+    """Static settings of the tree kernel, the `tree` family (hashable: close over it in `jit`).
 
     num_simulations: evaluations per search (the root's is extra).
     leaves_per_step: L leaves per tree per step, evaluated together (virtual loss between
@@ -62,6 +61,7 @@ class TreeSearchConfig:
     temperature_moves: Optional[int] = None
     extra_nodes: int = 0
     discount: float = 1.0
+    family: ClassVar[str] = "tree"
 
     def __post_init__(self) -> None:
         check_int("num_simulations", self.num_simulations, minimum=1)
@@ -86,23 +86,6 @@ class TreeSearchConfig:
 
     def children_bound(self, model) -> int:
         return int(self.max_children if self.max_children is not None else model.max_children)
-
-
-@chex.dataclass(frozen=True)
-class TreeSearchResult(SearchOutput):
-    """What one search returns (leading axis B everywhere): `SearchOutput`'s action,
-    policy (visits, or the Gumbel improved policy) and root_value (for the player to
-    move), and more."""
-
-    root_values: jax.Array  # float32[B, P] searched root value per player
-    risk_value: jax.Array  # float32[B] LogSumExp risk value of the root (docs/search.md; 0 if beta 0)
-    # float32[B, 3] [P(win), P(draw), P(loss)] for the player to move, averaged over the root's
-    # visits (its own evaluation and every simulation's leaf); None unless the model gives
-    # win/draw/loss (a two-player head with a draw class, `ModelOutput.wdl`)
-    root_wdl: Optional[jax.Array]
-    root_visits: jax.Array  # int32[B, A] visits of the root's children
-    max_depth: jax.Array  # int32[B] deepest node of the tree (root = 0)
-    nodes_used: jax.Array  # int32[B] tree nodes in use after the search
 
 
 class _Loop(NamedTuple):
@@ -355,7 +338,7 @@ def tree_search(
     model, params, root_input: Any, key: jax.Array, config: TreeSearchConfig,
     temperature: Optional[jax.Array] = None, tree: Optional[Tree] = None,
     risk_beta: Optional[jax.Array] = None,
-) -> tuple[TreeSearchResult, Tree]:
+) -> tuple[SearchResult, Tree]:
     """Search `model` from a batch of roots; pure and jittable (model, config static).
 
     root_input: what `model.root` takes (for `EnvModel`, a batch of env states).
@@ -367,7 +350,10 @@ def tree_search(
     risk_beta: float32[B, P] the entropic-risk beta of each seat in each game (per-game
         asymmetric risk, docs/search.md); None takes `config.selection.risk_beta` for all.
         Used by `SpecPUCT` selection and the root's risk value.
-    Returns (result, tree); the tree is for `reuse_subtree` and inspection.
+    Returns (result, tree); the tree is for `reuse_subtree` and inspection. The result's
+    `stats`: `root_visits` int32[B, A], `risk_value` float32[B] (the root's LogSumExp risk
+    value, docs/search.md; 0 if beta is 0), `max_depth` int32[B] (root = 0), `nodes_used`
+    int32[B].
     """
     k_noise, k_loop, k_act = jax.random.split(key, 3)
     fresh = init_tree(model, params, root_input, config)
@@ -414,17 +400,18 @@ def tree_search(
         beta = jnp.take_along_axis(risk_beta, tree.player[:, ROOT_INDEX, None], 1)[:, 0]
     bounds = getattr(config.selection, "q_bounds", (-1.0, 1.0))
     used = jnp.arange(tree.num_nodes)[None] < tree.next_node[:, None]
-    result = TreeSearchResult(
+    # the tree family's statistics (docs/search.md): the root's visits by action, the root's
+    # LogSumExp risk value (0 when beta is 0), the deepest node (root = 0), nodes in use
+    result = SearchResult(
         action=action.astype(jnp.int32),
         policy=weights,
         root_value=jnp.take_along_axis(root_values, mover[:, None], 1)[:, 0],
         root_values=root_values,
-        risk_value=_risk_value(stats, beta, bounds),
         root_wdl=None if tree.wdl_sum is None else _mover_wdl(
             tree.wdl_sum[:, ROOT_INDEX] / tree.node_visits[:, ROOT_INDEX, None], mover),
-        root_visits=visits,
-        max_depth=jnp.max(jnp.where(used, tree.depth, 0), axis=1),
-        nodes_used=tree.next_node,
+        stats={"root_visits": visits, "risk_value": _risk_value(stats, beta, bounds),
+               "max_depth": jnp.max(jnp.where(used, tree.depth, 0), axis=1),
+               "nodes_used": tree.next_node},
     )
     return result, tree
 
@@ -450,7 +437,7 @@ def _check_roots(states, k: int) -> None:
 
 def search_env(env, evaluator, variables, states, key: jax.Array,
                config: TreeSearchConfig, risk_beta: Optional[jax.Array] = None
-               ) -> TreeSearchResult:
+               ) -> SearchResult:
     """`turbozero.search.search` on the kernel: the true dynamics of `env` (`EnvModel`).
 
     With `config.temperature_moves` set, games whose `step_count` is below it act with
@@ -464,3 +451,6 @@ def search_env(env, evaluator, variables, states, key: jax.Array,
     result, _ = tree_search(model, variables, states, key, config,
                             temperature=temperature, risk_beta=risk_beta)
     return result
+
+
+register_family("tree", TreeSearchConfig, search_env, risk_beta=True)

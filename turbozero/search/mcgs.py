@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Callable, Literal, NamedTuple, Optional
+from typing import Any, Callable, ClassVar, Literal, NamedTuple, Optional
 
 import chex
 import jax
@@ -37,6 +37,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from envs.core import Env, GraphSearchEnv, State, require_protocol
+from turbozero.search.api import SearchResult, register_family
 
 EvalFn = Callable[[Any, Any], tuple[jax.Array, jax.Array, jax.Array, jax.Array]]
 A = 5  # actions per player; outcome arrays are padded to this size
@@ -82,6 +83,7 @@ class MCGSConfig:
     dirichlet_alpha: float = 0.3
     dirichlet_fraction: float = 0.0
     exploration_floor: float = 1.0
+    family: ClassVar[str] = "graph"
 
     def __post_init__(self) -> None:
         if self.num_simulations < 1:
@@ -493,6 +495,18 @@ def uniform_eval_fn(params: Any, x: Any):
     z = jnp.zeros((b, A), jnp.float32)
     return z, z, jnp.zeros(b, jnp.float32), jnp.zeros(b, jnp.float32)
 
+
+def _run(env, evaluator, variables, states, key, config, risk_beta=None) -> SearchResult:
+    """The graph family through `turbozero.search.search`: `evaluator.apply_fn` is a
+    two-player network (`network_eval_fn`); the result holds one action and one policy per
+    seat, `root_value` is seat 0's, `stats` MCGS's counters and the root's `action_q`."""
+    del risk_beta  # refused by `turbozero.search.search`: no risk term
+    out = mcgs_search(network_eval_fn(evaluator.apply_fn), variables, env, states, key, config)
+    return SearchResult(action=out.action, policy=out.policy, root_value=out.root_value[:, 0],
+                        root_values=out.root_value, stats=dict(out.stats, action_q=out.action_q))
+
+
+register_family("graph", MCGSConfig, _run)
 
 __all__ = ["MCGSConfig", "MCGSOutput", "Graph", "NO_NODE", "check_env", "mcgs_search",
            "make_mcgs_fn", "network_eval_fn", "uniform_eval_fn"]

@@ -1,4 +1,6 @@
-"""One search interface over mctx, for every turn-based game of the library.
+"""The mctx family: DeepMind's mctx policies over any turn-based two-player game of the library,
+kept as the reference the tree kernel is checked against (`turbozero.search.search` with an
+`MctxConfig`).
 
 The search runs on the true dynamics: a tree node's embedding is the environment `State` itself,
 so `recurrent_fn` is the environment's `step` plus one network call. Conventions (docs/search.md):
@@ -16,7 +18,8 @@ so `recurrent_fn` is the environment's `step` plus one network call. Conventions
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Literal, Optional
+import warnings
+from typing import Any, Callable, ClassVar, Literal, Optional
 
 import chex
 import jax
@@ -25,8 +28,8 @@ import mctx
 
 from envs.core import Env, State
 from envs.sampling import uniform_legal_action
-from turbozero.networks.heads import check_value_format
-from turbozero.networks.value_formats import ScalarValue, ValueFormat
+from turbozero.search.api import (
+    NetworkEvaluator, SearchResult, register_family, two_player_values)
 from turbozero.validation import check_int, check_real, check_static_real
 
 Algorithm = Literal["muzero", "gumbel"]
@@ -69,8 +72,12 @@ class MinMaxQ:
 
 
 @dataclasses.dataclass(frozen=True)
-class SearchConfig:
-    """Static search settings (hashable, so they may be closed over by `jit`)."""
+class MctxConfig:
+    """Settings of the mctx family (hashable, so they may be closed over by `jit`): mctx's
+    `muzero_policy` / `gumbel_muzero_policy`, or `stochastic_muzero_policy` for games with
+    chance events, on the env's true dynamics."""
+
+    family: ClassVar[str] = "mctx"
 
     num_simulations: int = 32
     algorithm: Algorithm = "muzero"  # tree policy for deterministic games; stochastic is automatic
@@ -101,42 +108,6 @@ class SearchConfig:
         check_real("dirichlet_alpha", self.dirichlet_alpha, above=0)
         check_real("dirichlet_fraction", self.dirichlet_fraction, minimum=0, maximum=1)
         check_real("temperature", self.temperature, minimum=0)
-
-
-@chex.dataclass(frozen=True)
-class SearchOutput:
-    action: jax.Array  # int32[B] action to play
-    policy: jax.Array  # float32[B, A] policy target (visit distribution)
-    root_value: jax.Array  # float32[B] searched value of the root, for the player to move
-
-
-@dataclasses.dataclass(frozen=True)
-class NetworkEvaluator:
-    """A network seen by the search: `apply_fn(variables, obs) -> (policy_logits, value_out)`,
-    with `value_format` saying what `value_out` means."""
-
-    apply_fn: Callable[..., tuple[jax.Array, jax.Array]]
-    value_format: ValueFormat = ScalarValue()
-
-    def __post_init__(self) -> None:
-        check_value_format(self.value_format)
-
-    def __call__(self, variables: Any, observation: jax.Array) -> tuple[jax.Array, jax.Array]:
-        """(policy_logits [B, A], scalar value [B] in reward units for the player to move)."""
-        logits, value_out = self.apply_fn(variables, observation)
-        return logits, self.value_format.to_scalar(value_out)
-
-    def evaluate(
-        self, variables: Any, observation: jax.Array, mover: jax.Array, num_players: int
-    ) -> tuple[jax.Array, jax.Array, Optional[jax.Array]]:
-        """(policy_logits [B, A], values [B, num_players] in seat order, win/draw/loss
-        float32[B, 3] for the player to move, or None): the last only for two players and a
-        value format with a draw class (`wdl`), which the tree kernel averages at the root."""
-        logits, value_out = self.apply_fn(variables, observation)
-        values = self.value_format.to_player_values(value_out, mover, num_players)
-        wdl_fn = getattr(self.value_format, "wdl", None)
-        wdl = wdl_fn(value_out) if wdl_fn is not None and num_players == 2 else None
-        return logits, values, wdl
 
 
 def _masked_logits(logits: jax.Array, legal: jax.Array) -> jax.Array:
@@ -235,6 +206,17 @@ def make_recurrent_fn(env: Env, evaluator: NetworkEvaluator) -> Callable:
     return recurrent_fn
 
 
+@dataclasses.dataclass(frozen=True)
+class SearchConfig(MctxConfig):
+    """Deprecated name of `MctxConfig` (kept for one version, so that code and run
+    directories written before the rename keep working); it warns when made."""
+
+    def __post_init__(self) -> None:
+        warnings.warn("turbozero.search.SearchConfig is renamed MctxConfig; the old name goes "
+                      "in the next version", DeprecationWarning, stacklevel=3)
+        super().__post_init__()
+
+
 @chex.dataclass(frozen=True)
 class _Afterstate:
     state: State  # result of step_deterministic (maybe a chance state)
@@ -283,46 +265,27 @@ def make_stochastic_fns(env: Env, evaluator: NetworkEvaluator) -> tuple[Callable
     return decision_recurrent_fn, chance_recurrent_fn
 
 
-def search(
+def mctx_search(
     env: Env,
     evaluator: NetworkEvaluator,
     variables: Any,
     states: State,
     key: jax.Array,
-    config: SearchConfig,
+    config: MctxConfig,
     risk_beta: Optional[jax.Array] = None,
-) -> SearchOutput:
-    """Search from a batch of decision states (leading axis B) and propose actions.
-
-    Pure and jittable (close over `env`, `evaluator` and `config`, which are static).
-    A `TreeSearchConfig` runs the library's own tree kernel (`turbozero.search.kernel`, which
-    returns a `TreeSearchResult`, a `SearchOutput` with more fields); a `SearchConfig` runs mctx;
-    a `OnePlyConfig` looks one move deep (`turbozero.search.one_ply`, the 1-ply greedy player).
-    `risk_beta` (float32[B, P], each seat's entropic-risk beta) needs the kernel.
-    """
-    from turbozero.search.kernel import TreeSearchConfig, search_env  # kernel imports this module
-    from turbozero.search.one_ply import OnePlyConfig, one_ply_search  # this one too
-
-    from turbozero.search.afterstate import AfterstatePlayerConfig, afterstate_search
-
-    if isinstance(config, AfterstatePlayerConfig):
-        if risk_beta is not None:
-            raise ValueError("per-seat risk betas need the tree kernel; a complete-move player "
-                             "has none")
-        return afterstate_search(env, evaluator, variables, states, config)
-    if isinstance(config, OnePlyConfig):
-        if risk_beta is not None:
-            raise ValueError("per-seat risk betas need the tree kernel; a OnePlyConfig has none")
-        return one_ply_search(env, evaluator, variables, states)
-    if isinstance(config, TreeSearchConfig):
-        return search_env(env, evaluator, variables, states, key, config, risk_beta)
-    if risk_beta is not None:
-        raise ValueError("per-seat risk betas need the tree kernel (a TreeSearchConfig with "
-                         "SpecPUCT selection); mctx has no risk term")
+) -> SearchResult:
+    """The mctx family (`turbozero.search.search` with an `MctxConfig`): a batch of decision
+    states (leading axis B) searched by mctx on the env's true dynamics. Pure and jittable
+    (close over `env`, `evaluator` and `config`). Two-player games; no risk term."""
+    del risk_beta  # refused by `turbozero.search.search`: mctx has no risk term
     if env.is_simultaneous:
         raise ValueError(
             f"{env.id} is a simultaneous-move game: use turbozero.search.mcgs, not mctx"
         )
+    if env.num_players != 2:
+        raise ValueError(f"{env.id} has {env.num_players} players: mctx's values are for the "
+                         "player to move of a two-player zero-sum game; use the tree kernel "
+                         "(TreeSearchConfig), which keeps one value per seat")
     if states.observation is None:  # states from the fast path (`env.transition`)
         states = states.replace(observation=jax.vmap(env.observe)(states))
     k_noise, key = jax.random.split(key)
@@ -371,7 +334,11 @@ def search(
     weights = jnp.where(states.legal_action_mask, out.action_weights, 0.0)
     weights = weights / jnp.maximum(weights.sum(-1, keepdims=True), 1e-12)
     root_value = out.search_tree.node_values[:, mctx.Tree.ROOT_INDEX]
-    return SearchOutput(action=out.action, policy=weights, root_value=root_value)
+    summary = out.search_tree.summary()
+    return SearchResult(
+        action=out.action, policy=weights, root_value=root_value,
+        root_values=two_player_values(root_value, states.current_player, env.num_players),
+        stats={"root_visits": jnp.where(states.legal_action_mask, summary.visit_counts, 0)})
 
 
 def random_actions(states: State, key: jax.Array) -> jax.Array:
@@ -384,3 +351,6 @@ def random_actions(states: State, key: jax.Array) -> jax.Array:
     keys = jax.random.split(key, flat.shape[0])
     actions = jax.vmap(uniform_legal_action)(keys, flat)
     return actions.reshape(mask.shape[:-1]).astype(jnp.int32)
+
+
+register_family("mctx", MctxConfig, mctx_search)

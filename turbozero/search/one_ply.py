@@ -17,27 +17,30 @@ id (docs/benchmarks.md, "One ply: legal moves only").
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Optional
+from typing import Any, ClassVar, Optional
 
 import jax
 import jax.numpy as jnp
 
 from envs.core import Env, State
 from envs.sampling import legal_candidates
-from turbozero.search.mctx_policies import NetworkEvaluator, SearchOutput
+from turbozero.search.api import (
+    NetworkEvaluator, SearchResult, register_family, two_player_values)
 
 
 @dataclasses.dataclass(frozen=True)
 class OnePlyConfig:
-    """Search one move deep with the network's value (module docstring). No settings: every
-    legal move is looked at once, and ties go to the lowest action index."""
+    """Search one move deep with the network's value (module docstring), the `one-ply` family.
+    No settings: every legal move is looked at once, and ties go to the lowest action index."""
+
+    family: ClassVar[str] = "one-ply"
 
 
 def one_ply_search(env: Env, evaluator: NetworkEvaluator, variables: Any, states: State,
-                   width: Optional[int] = None) -> SearchOutput:
+                   width: Optional[int] = None) -> SearchResult:
     """Every legal move of each state of a batch (leading axis B), valued for the mover.
 
-    Returns a `SearchOutput`: the best move, a one-hot policy on it and its value as the root
+    Returns a `SearchResult`: the best move, a one-hot policy on it and its value as the root
     value. One network call values all B * `width` results; `width` (default
     `env.max_legal_actions`, the least that holds every legal move) is a static count."""
     if env.is_simultaneous:
@@ -71,7 +74,8 @@ def one_ply_search(env: Env, evaluator: NetworkEvaluator, variables: Any, states
     action = jnp.take_along_axis(cand.actions, best[:, None], axis=1)[:, 0]
     policy = jax.nn.one_hot(action, env.num_actions, dtype=jnp.float32)
     root_value = jnp.take_along_axis(total, best[:, None], axis=1)[:, 0]
-    return SearchOutput(action=action, policy=policy, root_value=root_value)
+    return SearchResult(action=action, policy=policy, root_value=root_value,
+                        root_values=two_player_values(root_value, mover, env.num_players))
 
 
 def greedy_actions(env: Env, evaluator: NetworkEvaluator, variables: Any,
@@ -79,5 +83,12 @@ def greedy_actions(env: Env, evaluator: NetworkEvaluator, variables: Any,
     """int32[B] the 1-ply greedy baseline's moves: `one_ply_search`'s."""
     return one_ply_search(env, evaluator, variables, states).action
 
+
+def _run(env, evaluator, variables, states, key, config, risk_beta=None) -> SearchResult:
+    del key, config, risk_beta  # deterministic, no settings, no risk term
+    return one_ply_search(env, evaluator, variables, states)
+
+
+register_family("one-ply", OnePlyConfig, _run)
 
 __all__ = ["OnePlyConfig", "greedy_actions", "one_ply_search"]

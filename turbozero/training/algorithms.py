@@ -5,7 +5,7 @@ the game is simultaneous. An algorithm is chosen by the type of the self-play se
 (`TrainConfig.search`), through `ALGORITHMS`:
 
 * `AlphaZero`: a tree search over the true dynamics (`turbozero.search.search`: the library's
-  kernel for a `TreeSearchConfig`, mctx for a `SearchConfig`) for turn-based games; policy target = visit distribution, value
+  kernel for a `TreeSearchConfig`, mctx for a `MctxConfig`) for turn-based games; policy target = visit distribution, value
   target = the game's return, loss = policy cross-entropy + the value format's loss.
 * `GraphSearch`: MCGS (`turbozero.search.mcgs`) for simultaneous-move games; one policy target
   per player and one value per seat.
@@ -32,7 +32,8 @@ from turbozero.networks.value_formats import ValueFormat
 from turbozero.search.kernel import TreeSearchConfig
 from turbozero.search.selection import SpecPUCT
 from turbozero.search.mcgs import MCGSConfig, mcgs_search, network_eval_fn
-from turbozero.search.mctx_policies import NetworkEvaluator, SearchConfig, search
+from turbozero.search.api import NetworkEvaluator, search
+from turbozero.search.mctx_policies import MctxConfig
 from turbozero.search.afterstate import AfterstatePlayerConfig
 from turbozero.search.one_ply import OnePlyConfig, greedy_actions
 from turbozero.training import replay
@@ -223,7 +224,7 @@ class AlphaZero(Algorithm):
             return result.policy
         return SelfPlayTargets(
             policy=result.policy, search_values=result.root_values,
-            search_record={"root_wdl": result.root_wdl, "soft_value": result.risk_value})
+            search_record={"root_wdl": result.root_wdl, "soft_value": result.stats["risk_value"]})
 
     def search_record_like(self):
         if not self._records_wdl():
@@ -266,7 +267,7 @@ class GraphSearch(Algorithm):
     def check_env(cls, env: Env) -> None:
         if not env.is_simultaneous:
             raise ValueError(f"{env.id} is a turn-based game: graph search (MCGS) is for "
-                             "simultaneous moves; use a SearchConfig search (AlphaZero)")
+                             "simultaneous moves; use a MctxConfig search (AlphaZero)")
 
     def self_play_policy(self, variables, states, key):
         return mcgs_search(self.eval_fn, variables, self.env, states, key,
@@ -284,7 +285,7 @@ class GraphSearch(Algorithm):
 # OnePlyConfig is AlphaZero's too: an evaluation may look one move deep (its value head alone)
 # while self-play searches a tree
 # so is AfterstatePlayerConfig (complete moves by the value head, with expectimax look-ahead)
-ALGORITHMS: dict[type, type] = {SearchConfig: AlphaZero, TreeSearchConfig: AlphaZero,
+ALGORITHMS: dict[type, type] = {MctxConfig: AlphaZero, TreeSearchConfig: AlphaZero,
                                 OnePlyConfig: AlphaZero, AfterstatePlayerConfig: AlphaZero,
                                 MCGSConfig: GraphSearch}
 

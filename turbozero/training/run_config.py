@@ -1,6 +1,6 @@
 """A run's `TrainConfig` as JSON and back, and `--set KEY=VALUE` overrides checked against it.
 
-Both are generic over dataclass fields, so a field added to `TrainConfig`, `SearchConfig`,
+Both are generic over dataclass fields, so a field added to `TrainConfig`, `MctxConfig`,
 `MCGSConfig` or any nested config dataclass later needs no change here:
 
 * a dataclass is a JSON object tagged with its class, `{"__dataclass__": "module:Class", ...}`
@@ -11,7 +11,7 @@ Both are generic over dataclass fields, so a field added to `TrainConfig`, `Sear
   a stored field the class no longer has is an error naming it.
 
 Overrides take the expected type from the field's annotation, or from the current value where
-the annotation is `Any` (`network` is a dict, `search` a `SearchConfig` or an `MCGSConfig`):
+the annotation is `Any` (`network` is a dict, `search` a `MctxConfig` or an `MCGSConfig`):
 dotted keys reach into nested configs and dicts, a JSON object merges into a dict or dataclass
 instead of replacing it, and a tuple is written `a,b` or as a JSON array. A JSON object tagged
 as stored (`{"__dataclass__": "module:Class", ...}`) gives a config of that class, so a field
@@ -28,6 +28,8 @@ import os
 import types
 import typing
 from typing import Any, Sequence
+
+from turbozero.training.config import TrainConfig
 
 DATACLASS_TAG = "__dataclass__"
 # stored class names are imported back only from these packages: a config file names code to
@@ -98,8 +100,6 @@ def config_to_json(config: Any) -> dict[str, Any]:
 
 def config_from_json(data: Any) -> Any:
     """A `TrainConfig` from `config_to_json`'s output."""
-    from turbozero.training.loop import TrainConfig
-
     config = from_json(data)
     if not isinstance(config, TrainConfig):
         raise ValueError(f"stored config is a {type(config).__name__}, not a TrainConfig")

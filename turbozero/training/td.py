@@ -32,7 +32,7 @@ from flax import struct
 from envs.core import Env, State
 from turbozero.search.afterstate import (AfterstatePlayerConfig, AfterstateValuer,
                                          afterstate_search, check_env, choose_afterstates)
-from turbozero.search.mctx_policies import NetworkEvaluator
+from turbozero.search.api import NetworkEvaluator
 from turbozero.training import collector as collector_lib
 from turbozero.training.algorithms import Algorithm, register_algorithm
 from turbozero.training.loss_fns import apply_in_training, total_loss

@@ -6,7 +6,7 @@
 
 A policy is `(variables, states, key) -> actions` (int32[B]) or returns a search output with
 `action`, `policy` (the visit distribution) and `root_value` (for the mover, as
-`turbozero.search.SearchOutput`): then every move it plays carries the comment
+`turbozero.search.SearchResult`): then every move it plays carries the comment
 `{v=+0.12 p=0.45}`, the searched value of the position for the side that moved and the share
 of the root's visits that went to the move played. Games are played inside one jitted
 `lax.while_loop` and converted on the host through python-chess (`envs._src.chess.pychess`).
