@@ -90,7 +90,7 @@ def test_search_runs_one_ply_for_its_config_and_refuses_what_it_lacks():
     via = jax.jit(lambda v, s: search(TTT, EVAL, v, s, jax.random.PRNGKey(0), OnePlyConfig()))(
         variables, states)
     np.testing.assert_array_equal(np.asarray(direct.action), np.asarray(via.action))
-    with pytest.raises(ValueError, match="risk betas need the tree kernel"):
+    with pytest.raises(ValueError, match="risk betas need a family with a risk term"):
         search(TTT, EVAL, variables, states, jax.random.PRNGKey(0), OnePlyConfig(),
                risk_beta=jnp.zeros((4, 2)))
     with pytest.raises(ValueError, match="below pgx/tic_tac_toe's max_legal_actions 9"):
