@@ -14,12 +14,9 @@ import pytest
 import envs
 from turbozero.search import MctxConfig
 from turbozero.search.kernel import TreeSearchConfig
-from turbozero.search.mctx_policies import (
-    DynamicFPU,
-    legal_dirichlet_noise,
-    noised_prior_logits,
-)
-from turbozero.search.roots import GumbelRoot, PUCTRoot, legal_dirichlet
+from turbozero.search.mctx_policies import DynamicFPU, noised_prior_logits
+from turbozero.search.noise import legal_dirichlet, mix_legal_noise
+from turbozero.search.roots import GumbelRoot, PUCTRoot
 from turbozero.search.selection import MctxPUCT, SpecPUCT
 from turbozero.training.acting import TemperatureSchedule
 from turbozero.validation import check_bounds, check_int, check_real
@@ -106,9 +103,9 @@ def test_root_noise_refuses_bad_alpha(alpha):
     """A negative or NaN alpha drew NaN noise (NaN priors)."""
     legal = jnp.array([[True, False, True]])
     with pytest.raises(ValueError, match=r"^alpha must be a finite number > 0"):
-        legal_dirichlet_noise(jax.random.PRNGKey(0), legal, alpha)
-    with pytest.raises(ValueError, match=r"^alpha must be a finite number > 0"):
         legal_dirichlet(jax.random.PRNGKey(0), legal, alpha)
+    with pytest.raises(ValueError, match=r"^alpha must be a finite number > 0"):
+        mix_legal_noise(jax.random.PRNGKey(0), jnp.ones((1, 3)) / 3, legal, alpha, 0.25)
 
 
 @pytest.mark.parametrize("fraction", [-0.5, 1.5, NAN])
@@ -116,12 +113,14 @@ def test_root_noise_refuses_a_fraction_outside_0_1(fraction):
     """fraction -0.5 gave negative priors (NaN logits)."""
     legal = jnp.array([[True, False, True]])
     with pytest.raises(ValueError, match=r"^fraction must be a finite number >= 0 and <= 1"):
+        mix_legal_noise(jax.random.PRNGKey(0), jnp.ones((1, 3)) / 3, legal, 0.3, fraction)
+    with pytest.raises(ValueError, match=r"^fraction must be a finite number >= 0 and <= 1"):
         noised_prior_logits(jax.random.PRNGKey(0), jnp.zeros((1, 3)), legal, 0.3, fraction)
 
 
 def test_root_noise_still_jits_with_a_traced_alpha():
     legal = jnp.array([[True, False, True]])
-    noise = jax.jit(lambda a: legal_dirichlet_noise(jax.random.PRNGKey(0), legal, a))(0.3)
+    noise = jax.jit(lambda a: legal_dirichlet(jax.random.PRNGKey(0), legal, a))(0.3)
     assert math.isclose(float(noise.sum()), 1.0, rel_tol=1e-6)
 
 

@@ -15,7 +15,8 @@ import pytest
 import envs
 from turbozero.networks import WDLValue
 from turbozero.search import NetworkEvaluator, MctxConfig, search
-from turbozero.search.mctx_policies import legal_dirichlet_noise, noised_prior_logits
+from turbozero.search.mctx_policies import noised_prior_logits
+from turbozero.search.noise import legal_dirichlet, mix_legal_noise
 
 CHESS = envs.make("chess")
 
@@ -36,7 +37,7 @@ def _chess_search(states, key, config):
 
 def test_noise_is_a_dirichlet_over_legal_actions_only():
     legal = jnp.array([[True, False, True, True, False], [False, False, False, False, True]])
-    noise = np.asarray(legal_dirichlet_noise(jax.random.PRNGKey(0), legal, 0.3))
+    noise = np.asarray(legal_dirichlet(jax.random.PRNGKey(0), legal, 0.3))
     assert np.all(noise[~np.asarray(legal)] == 0)
     np.testing.assert_allclose(noise.sum(-1), 1.0, rtol=1e-6)
     assert noise[1, 4] == pytest.approx(1.0)  # one legal action takes all the noise
@@ -46,6 +47,12 @@ def test_noise_is_a_dirichlet_over_legal_actions_only():
     p = np.asarray(jax.nn.softmax(logits))
     assert np.all(p[0, [0, 2, 3]] >= 0.75 / 3 - 1e-6)
     assert np.all(p[~np.asarray(legal)] < 1e-30)
+    # the mctx root's logits are the log of the one mixture (turbozero.search.noise), and the
+    # tree kernel's PUCTRoot mixes the same numbers
+    uniform = jnp.where(legal, 1.0 / legal.sum(-1, keepdims=True), 0.0)
+    mixed = np.asarray(mix_legal_noise(jax.random.PRNGKey(1), uniform, legal, 0.3, 0.25))
+    np.testing.assert_allclose(p, mixed, rtol=1e-6, atol=1e-30)
+    assert np.all(mixed[~np.asarray(legal)] == 0)
 
 
 def test_dirichlet_alpha_must_be_positive():

@@ -139,8 +139,10 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             network={"hidden_sizes": (32, 32)},
             search=CPUSelfPlayConfig(search=CPUSearchConfig(fpu_base=0.0), num_workers=2,
                                      num_games=16, num_simulations=16, max_moves=9,
-                                     temperature_moves=4, batch_tiers=(4, 16)),
+                                     batch_tiers=(4, 16)),
             max_eval_steps=9, eval_opponents=("random",),
+            # the C++ games act by the schedule, as the jitted collector's do
+            temperature_schedule=TemperatureSchedule(temperature=1.0, moves=4),
         ),
     },
     "chess": {

@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from turbozero.search.acting import act, random_argmax
 from turbozero.search.backup import backup
 from turbozero.search.model import EnvModel, ModelOutput
 from turbozero.search.api import SearchResult, register_family
@@ -295,16 +296,6 @@ def _risk_value(stats, beta, bounds) -> jax.Array:
     return jnp.where((s > 0) & (beta[:, 0] != 0.0), value, 0.0)
 
 
-def _random_argmax(key: jax.Array, score: jax.Array, valid: jax.Array) -> jax.Array:
-    """int32[B]: a slot of highest `score` (float32[B, K]) among `valid` ones, exact ties drawn
-    uniformly (the lowest valid slot where none is valid)."""
-    best = jnp.max(jnp.where(valid, score, -jnp.inf), axis=-1, keepdims=True)
-    tied = valid & (score == best)
-    pick = jax.random.categorical(key, jnp.where(tied, 0.0, -jnp.inf), axis=-1)
-    return jnp.where(jnp.any(tied, axis=-1), pick.astype(jnp.int32),
-                     jax.vmap(masked_argmax)(score, valid))
-
-
 def _act(tree: Tree, extra: RootExtra, config: TreeSearchConfig, key: jax.Array,
          temperature: jax.Array, num_actions: int):
     """(action int32[B], policy float32[B, K] over the root slots)."""
@@ -316,22 +307,16 @@ def _act(tree: Tree, extra: RootExtra, config: TreeSearchConfig, key: jax.Array,
         sigma = jax.vmap(config.root.completed_q)(stats, raw_mover)  # [B, K]
         most = stats.visits.max(-1)
         score = jax.vmap(config.root.considered_score)(stats.visits, most, extra, sigma)
-        slot = _random_argmax(jax.random.fold_in(key, 1), score, valid)
+        slot = random_argmax(jax.random.fold_in(key, 1), score, valid)
         policy = jax.nn.softmax(jnp.where(valid, extra.logits + sigma, -jnp.inf), axis=-1)
         return slot, jnp.where(valid, policy, 0.0)
     visits = stats.visits.astype(jnp.float32)
     policy = visits / jnp.maximum(visits.sum(-1, keepdims=True), 1.0)
-    # tau = 0: the most visited child, ties broken uniformly at random as mctx does
-    # (`_apply_temperature` + categorical). With few simulations ties are the rule: 8 over ~20
-    # Paco Sako moves tied in 440 of 640 positions, and always taking the lowest action id made
-    # the evaluated agent finish and win fewer games against random (issue 18; docs/benchmarks.md,
-    # "Paco Sako on the kernel"). A separate key keeps the tau > 0 draws as they were.
-    greedy = _random_argmax(jax.random.fold_in(key, 1), jnp.where(visits > 0, visits, -1.0),
-                            valid)
-    t = jnp.maximum(temperature, 1e-6)[:, None]
-    logits = jnp.where(valid & (visits > 0), jnp.log(jnp.maximum(visits, 1e-30)) / t, -jnp.inf)
-    sampled = jax.random.categorical(key, logits, axis=-1).astype(jnp.int32)
-    return jnp.where(temperature > 0, sampled, greedy), policy
+    # visits^(1/tau), or at tau = 0 the most visited child with ties broken uniformly at random
+    # (`turbozero.search.acting.act`): with few simulations ties are the rule, and always taking
+    # the lowest action id made the evaluated agent finish and win fewer games (issue 18;
+    # docs/benchmarks.md, "Paco Sako on the kernel")
+    return act(key, visits, valid, temperature), policy
 
 
 def tree_search(

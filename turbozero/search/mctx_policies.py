@@ -28,9 +28,12 @@ import mctx
 
 from envs.core import Env, State
 from envs.sampling import uniform_legal_action
+from turbozero.search.acting import act
 from turbozero.search.api import (
     NetworkEvaluator, SearchResult, register_family, two_player_values)
-from turbozero.validation import check_int, check_real, check_static_real
+from turbozero.search.fpu import FPU_BASE, first_play_urgency
+from turbozero.search.noise import mix_legal_noise
+from turbozero.validation import check_int, check_real
 
 Algorithm = Literal["muzero", "gumbel"]
 
@@ -39,7 +42,8 @@ Algorithm = Literal["muzero", "gumbel"]
 class DynamicFPU:
     """Selection Q with dynamic first-play urgency, in the game's value units (no normalisation).
 
-    A visited child has its mean value; an unvisited one `Q_parent - fpu_base * (1 - P)`, so
+    A visited child has its mean value; an unvisited one `Q_parent - fpu_base * (1 - P)`
+    (`turbozero.search.fpu.first_play_urgency`; default `FPU_BASE`, as the tree kernel's), so
     high-prior moves are tried first and a child that proves good keeps its visits only while
     its value beats the parent's by more than the exploration term of the others.
 
@@ -49,7 +53,7 @@ class DynamicFPU:
     then spends every simulation on one child. Measurements: docs/search.md, "Selection Q".
     """
 
-    fpu_base: float = 1.0
+    fpu_base: float = FPU_BASE
 
     def __post_init__(self) -> None:
         check_real("fpu_base", self.fpu_base, minimum=0)
@@ -58,7 +62,7 @@ class DynamicFPU:
         q = tree.qvalues(node_index)
         visited = tree.children_visits[node_index] > 0
         prior = jax.nn.softmax(tree.children_prior_logits[node_index])
-        fpu = tree.node_values[node_index] - self.fpu_base * (1.0 - prior)
+        fpu = first_play_urgency(tree.node_values[node_index], prior, self.fpu_base)
         return jnp.where(visited, q, fpu)
 
 
@@ -89,10 +93,10 @@ class MctxConfig:
     max_num_considered_actions: int = 16  # gumbel only
     temperature: float = 1.0  # acting temperature on visit counts (muzero / stochastic)
     # selection Q of PUCT searches (muzero / stochastic): DynamicFPU (docs/search.md) or MinMaxQ
-    # (mctx's). fpu_base 0 (unvisited = the parent's value) by default: with 8-64 simulations
-    # and flat priors a positive fpu_base keeps every simulation on the first child, as MinMaxQ
-    # does (measured in docs/search.md, "Selection Q").
-    q_transform: Any = DynamicFPU(fpu_base=0.0)
+    # (mctx's). fpu_base FPU_BASE = 0 (unvisited = the parent's value) by default: with 8-64
+    # simulations and flat priors a positive fpu_base keeps every simulation on the first
+    # child, as MinMaxQ does (measured in docs/search.md, "Selection Q").
+    q_transform: Any = DynamicFPU()
 
     def __post_init__(self) -> None:
         check_int("num_simulations", self.num_simulations, minimum=1)
@@ -137,35 +141,14 @@ def _evaluate(
     return _masked_logits(logits, state.legal_action_mask), jnp.where(done, 0.0, value)
 
 
-def legal_dirichlet_noise(
-    key: jax.Array, legal: jax.Array, alpha: float
-) -> jax.Array:
-    """float32[B, A]: Dirichlet(alpha) noise drawn over each row's legal actions only.
-
-    mctx draws its noise over all `num_actions` and masks afterwards, so with few legal actions
-    among many ids almost none of its noise mass lands on a legal move (docs/search.md). Drawing
-    K gamma variates for the K legal actions and normalising them is a Dirichlet over exactly
-    those.
-    """
-    # a negative or NaN alpha draws NaN "noise" (NaN priors downstream)
-    check_static_real("alpha", alpha, above=0)
-    g = jax.random.gamma(key, alpha, legal.shape)
-    g = jnp.where(legal, g, 0.0)
-    total = g.sum(-1, keepdims=True)
-    # alpha << 1 can underflow every draw of a row to 0: fall back to uniform over legal actions
-    uniform = legal / jnp.maximum(legal.sum(-1, keepdims=True), 1)
-    return jnp.where(total > 0, g / jnp.where(total > 0, total, 1.0), uniform)
-
-
 def noised_prior_logits(
     key: jax.Array, logits: jax.Array, legal: jax.Array, alpha: float, fraction: float
 ) -> jax.Array:
     """Root prior logits of `(1 - fraction) * softmax(logits) + fraction * Dir(alpha)` over the
-    legal actions (docs/search.md, root noise); illegal actions keep the float minimum."""
-    # outside [0, 1] the mixture has negative priors (their log: NaN)
-    check_static_real("fraction", fraction, minimum=0, maximum=1)
+    legal actions (`turbozero.search.noise.mix_legal_noise`, docs/search.md, root noise);
+    illegal actions keep the float minimum."""
     prior = jax.nn.softmax(_masked_logits(logits, legal), axis=-1)
-    mixed = (1.0 - fraction) * prior + fraction * legal_dirichlet_noise(key, legal, alpha)
+    mixed = mix_legal_noise(key, prior, legal, alpha, fraction)
     return _masked_logits(jnp.log(jnp.maximum(mixed, jnp.finfo(mixed.dtype).tiny)), legal)
 
 
@@ -335,8 +318,15 @@ def mctx_search(
     weights = weights / jnp.maximum(weights.sum(-1, keepdims=True), 1e-12)
     root_value = out.search_tree.node_values[:, mctx.Tree.ROOT_INDEX]
     summary = out.search_tree.summary()
+    action = out.action  # Gumbel: the sequential-halving winner
+    if env.is_stochastic or config.algorithm != "gumbel":
+        # PUCT roots act as every family does (`turbozero.search.acting.act`: visits^(1/tau),
+        # ties of the most visited at random), not by mctx's own draw; its key is apart from
+        # mctx's, so the search itself is unchanged
+        action = act(jax.random.fold_in(key, 1), summary.visit_counts.astype(jnp.float32),
+                     states.legal_action_mask, config.temperature)
     return SearchResult(
-        action=out.action, policy=weights, root_value=root_value,
+        action=action, policy=weights, root_value=root_value,
         root_values=two_player_values(root_value, states.current_player, env.num_players),
         stats={"root_visits": jnp.where(states.legal_action_mask, summary.visit_counts, 0)})
 

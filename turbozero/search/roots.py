@@ -21,8 +21,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from turbozero.search.noise import mix_legal_noise
 from turbozero.search.selection import NodeStats
-from turbozero.validation import check_int, check_real, check_static_real
+from turbozero.validation import check_int, check_real
 
 
 class RootExtra(NamedTuple):
@@ -32,19 +33,6 @@ class RootExtra(NamedTuple):
     logits: jax.Array  # float32[B, K] log prior of the root slots (-inf on padding)
 
 
-def legal_dirichlet(key: jax.Array, valid: jax.Array, alpha: float) -> jax.Array:
-    """float32[B, K]: Dirichlet(alpha) over the valid slots of each row (0 elsewhere).
-
-    The K Gamma(alpha) variates of the valid slots normalised are a Dirichlet over exactly the
-    legal actions; rows whose draws all underflow (alpha << 1) fall back to uniform."""
-    # a negative or NaN alpha draws NaN "noise" (NaN priors downstream)
-    check_static_real("alpha", alpha, above=0)
-    g = jnp.where(valid, jax.random.gamma(key, alpha, valid.shape), 0.0)
-    total = g.sum(-1, keepdims=True)
-    uniform = valid / jnp.maximum(valid.sum(-1, keepdims=True), 1)
-    return jnp.where(total > 0, g / jnp.where(total > 0, total, 1.0), uniform)
-
-
 def _log_prior(prior: jax.Array, valid: jax.Array) -> jax.Array:
     return jnp.where(valid, jnp.log(jnp.maximum(prior, jnp.finfo(prior.dtype).tiny)), -jnp.inf)
 
@@ -52,7 +40,8 @@ def _log_prior(prior: jax.Array, valid: jax.Array) -> jax.Array:
 @dataclasses.dataclass(frozen=True)
 class PUCTRoot:
     """dirichlet_alpha, dirichlet_fraction: root prior `(1 - eps) P + eps Dir(alpha)` over the
-    legal actions (docs/search.md: 0.3, 0.25); fraction 0 turns the noise off."""
+    legal actions (`turbozero.search.noise.mix_legal_noise`; docs/search.md: 0.3, 0.25);
+    fraction 0 turns the noise off."""
 
     dirichlet_alpha: float = 0.3
     dirichlet_fraction: float = 0.25
@@ -64,10 +53,8 @@ class PUCTRoot:
     def prepare(self, key, prior: jax.Array, valid: jax.Array, num_simulations: int):
         """(root prior float32[B, K], RootExtra) before the first simulation."""
         del num_simulations
-        if self.dirichlet_fraction > 0:
-            noise = legal_dirichlet(key, valid, self.dirichlet_alpha)
-            prior = (1.0 - self.dirichlet_fraction) * prior + self.dirichlet_fraction * noise
-        prior = jnp.where(valid, prior, 0.0)
+        prior = mix_legal_noise(key, prior, valid, self.dirichlet_alpha,
+                                self.dirichlet_fraction)
         return prior, RootExtra(gumbel=jnp.zeros_like(prior), logits=_log_prior(prior, valid))
 
     def scores(self, selection, stats: NodeStats, extra: RootExtra, raw_value,

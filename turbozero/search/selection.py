@@ -19,6 +19,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from turbozero.search.fpu import FPU_BASE, first_play_urgency
 from turbozero.search.tree import NO_ACTION, UNVISITED, Tree
 from turbozero.validation import check_bounds, check_real
 
@@ -73,7 +74,8 @@ class SpecPUCT:
     """PUCT with dynamic FPU, entropic risk and virtual loss (docs/search.md), in the game's value units.
 
     c_puct: exploration constant (spec default 1.5).
-    fpu_base: unvisited child without virtual loss scores `Q_parent - fpu_base * (1 - P)`.
+    fpu_base: unvisited child without virtual loss scores `Q_parent - fpu_base * (1 - P)`
+        (`turbozero.search.fpu`; default `FPU_BASE`).
     risk_beta: entropic-risk coefficient; visited Q is `mean + beta/2 * var`, clamped to
         `q_bounds`. beta = 0 skips both the variance and the clamp (exactly plain AlphaZero).
     q_bounds: the game's value range, the clamp of the risk Q (spec: [-1, 1]).
@@ -83,7 +85,7 @@ class SpecPUCT:
     """
 
     c_puct: float = 1.5
-    fpu_base: float = 0.0
+    fpu_base: float = FPU_BASE
     risk_beta: float = 0.0
     q_bounds: tuple[float, float] = (-1.0, 1.0)
 
@@ -111,7 +113,7 @@ class SpecPUCT:
             q_vl = jnp.where(risk_beta != 0.0, jnp.clip(q_vl, *self.q_bounds), q_vl)
         elif self.risk_beta != 0.0:
             q_vl = jnp.clip(q_vl, *self.q_bounds)
-        fpu = s.parent_value - self.fpu_base * (1.0 - s.prior)
+        fpu = first_play_urgency(s.parent_value, s.prior, self.fpu_base)
         q_sel = jnp.where(s.visits > 0, q_vl, jnp.where(vl > 0, s.parent_value, fpu))
         u = self.c_puct * s.prior * jnp.sqrt(s.parent_visits.astype(jnp.float32)) / (1.0 + n + vl)
         return q_sel + u

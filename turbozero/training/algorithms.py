@@ -140,6 +140,13 @@ class Algorithm(abc.ABC):
             raise ValueError(f"{type(self).__name__} has no per-seat risk: TrainConfig.risk "
                              "needs AlphaZero on the tree kernel")
 
+    def use_temperature_schedule(self, schedule: Any) -> None:
+        """Self-play acts by `schedule` (`TrainConfig.temperature_schedule`). The jitted
+        collector is handed it directly, so by default nothing to do; an algorithm whose
+        self-play runs outside jit (the C++ CPU path) keeps it here, or raises a ValueError
+        when its own settings contradict it."""
+        del schedule
+
     def check_truncated_games(self, truncated_games: Any,
                               self_play_max_moves: Optional[int] = None) -> None:
         """ValueError if self-play cannot score cut games (`TrainConfig.truncated_games`) or

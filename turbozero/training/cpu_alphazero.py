@@ -50,6 +50,9 @@ class CPUAlphaZero(AlphaZero):
                 search=dataclasses.replace(evaluation.search, dirichlet_fraction=0.0)))
         super().__init__(env, apply_fn, value_format, kernel_config(search_config), evaluation)
         self.cpu_config = search_config
+        # TrainConfig.temperature_schedule, given by the Trainer (`use_temperature_schedule`);
+        # None: the config's own temperature and temperature_moves
+        self.schedule = None
         # the C++ side checks some settings (the node pool's sizes) only when a coordinator is
         # built, at the first self-play, after the Trainer has written the run directory: build
         # one now and drop it (its pools allocate on demand; 0.1 ms), so that a bad setting is
@@ -70,6 +73,29 @@ class CPUAlphaZero(AlphaZero):
         if env.is_simultaneous or env.is_stochastic or env.num_players > 2:
             raise ValueError(f"{env.id}: the CPU path searches deterministic turn-based games "
                              "of at most two players")
+
+    def use_temperature_schedule(self, schedule) -> None:
+        """The C++ games act by `TrainConfig.temperature_schedule`, as the jitted collector's
+        do (`CPUSelfPlayConfig.with_schedule`). `CPUSelfPlayConfig.temperature` and
+        `temperature_moves` are for `cpu_self_play` called directly: set to other than their
+        defaults and to other than the schedule, they are a ValueError naming both."""
+        default = CPUSelfPlayConfig()
+        want = default.with_schedule(schedule)
+        for name in ("temperature", "temperature_moves"):
+            mine = getattr(self.cpu_config, name)
+            if mine != getattr(default, name) and mine != getattr(want, name):
+                raise ValueError(
+                    f"CPUSelfPlayConfig.{name}={mine} contradicts TrainConfig."
+                    f"temperature_schedule={schedule!r}, which the CPU self-play follows: set "
+                    "the schedule (TemperatureSchedule(temperature, moves)) instead")
+        self.schedule = schedule
+
+    def self_play_config(self, iteration: int) -> CPUSelfPlayConfig:
+        """The C++ self-play of `iteration`: the config acting by the schedule, its noise and
+        sampling seeded per iteration (a resumed run plays the games it would have played)."""
+        cfg = self.cpu_config if self.schedule is None else self.cpu_config.with_schedule(
+            self.schedule)
+        return dataclasses.replace(cfg, seed=cfg.seed + int(iteration) * 7919)
 
     def check_truncated_games(self, truncated_games, self_play_max_moves=None) -> None:
         if truncated_games is not None:
@@ -93,10 +119,7 @@ class CPUAlphaZero(AlphaZero):
         variables = {"params": ts.params}
         if ts.batch_stats is not None:
             variables["batch_stats"] = ts.batch_stats
-        # the C++ search's noise and sampling are seeded per iteration: a resumed run plays
-        # the games it would have played
-        cfg = dataclasses.replace(
-            self.cpu_config, seed=self.cpu_config.seed + int(state.iteration) * 7919)
+        cfg = self.self_play_config(int(state.iteration))
         seat_betas = None
         if risk is not None:
             key = jax.random.fold_in(self._games_key, int(state.iteration))

@@ -97,6 +97,7 @@ class Trainer:
         self.algorithm: Algorithm = build_algorithm(
             self.env, self.network.apply, self.spec.value_format, config.search, config.eval_search)
         self.algorithm.check_risk(config.risk)
+        self.algorithm.use_temperature_schedule(config.temperature_schedule)
         self.algorithm.check_truncated_games(config.truncated_games, config.self_play_max_moves)
         self.mesh = make_mesh() if mesh is None else mesh
         n_dev = self.mesh.devices.size

@@ -78,6 +78,14 @@ class CPUSelfPlayConfig:
         if list(tiers) != sorted(set(tiers)):
             raise ValueError(f"batch_tiers must be increasing sizes >= 1, got {tiers!r}")
 
+    def with_schedule(self, schedule) -> "CPUSelfPlayConfig":
+        """This config acting by a `TemperatureSchedule` (turbozero.search.acting): tau =
+        `schedule.temperature` for a game's first `schedule.moves` moves (None: the whole
+        game), then the most visited move, ties at random, as the JAX collector does."""
+        moves = 2**31 - 1 if schedule.moves is None else int(schedule.moves)
+        return dataclasses.replace(self, temperature=float(schedule.temperature),
+                                   temperature_moves=moves)
+
     @property
     def state_slots_per_game(self) -> int:
         if self.slots_per_game is not None:
