@@ -15,6 +15,7 @@ from typing import Callable, NamedTuple, Optional
 import numpy as np
 
 from turbozero.search.cpu._ext import require_extension
+from turbozero.search.fpu import FPU_BASE
 from turbozero.validation import check_bounds, check_int, check_real
 
 # Named sentinels, equal to the extension's (checked by tests/test_cpu_search.py).
@@ -52,7 +53,7 @@ class CPUSearchConfig:
     """
 
     c_puct: float = 1.5
-    fpu_base: float = 0.0
+    fpu_base: float = FPU_BASE
     risk_beta: float = 0.0
     q_bounds: tuple[float, float] = (-1.0, 1.0)
     dirichlet_alpha: float = 0.3
