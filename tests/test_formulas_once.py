@@ -381,6 +381,9 @@ def test_cpu_alphazero_takes_the_schedule_and_refuses_a_contradiction():
     assert (cfg.temperature, cfg.temperature_moves, cfg.seed) == (0.5, 4, 2 + 3 * 7919)
     a = algo(temperature_moves=4)  # agrees with the schedule: fine
     a.use(TemperatureSchedule(1.0, 4))
-    with pytest.raises(ValueError, match="temperature_moves=4 contradicts TrainConfig"):
-        algo(temperature_moves=4).use(TemperatureSchedule(1.0, 30))
+    # a run stored before the schedule was followed keeps acting by its own settings
+    old = algo(temperature_moves=4)
+    with pytest.warns(UserWarning, match="temperature_moves=4 contradicts TrainConfig"):
+        old.use(TemperatureSchedule(1.0, 30))
+    assert old.schedule is None and old.config(0).temperature_moves == 4
     assert dataclasses.replace(CPUSelfPlayConfig(), seed=0) == algo().config(0)  # no schedule

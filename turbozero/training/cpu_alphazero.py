@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import warnings
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -77,17 +79,22 @@ class CPUAlphaZero(AlphaZero):
     def use_temperature_schedule(self, schedule) -> None:
         """The C++ games act by `TrainConfig.temperature_schedule`, as the jitted collector's
         do (`CPUSelfPlayConfig.with_schedule`). `CPUSelfPlayConfig.temperature` and
-        `temperature_moves` are for `cpu_self_play` called directly: set to other than their
-        defaults and to other than the schedule, they are a ValueError naming both."""
+        `temperature_moves` are for `cpu_self_play` called directly. Set to other than their
+        defaults and to other than the schedule (as run directories written before the
+        schedule was followed store them), they keep acting as they did, with a warning
+        naming both: such a run resumes unchanged."""
         default = CPUSelfPlayConfig()
         want = default.with_schedule(schedule)
         for name in ("temperature", "temperature_moves"):
             mine = getattr(self.cpu_config, name)
             if mine != getattr(default, name) and mine != getattr(want, name):
-                raise ValueError(
+                warnings.warn(
                     f"CPUSelfPlayConfig.{name}={mine} contradicts TrainConfig."
-                    f"temperature_schedule={schedule!r}, which the CPU self-play follows: set "
-                    "the schedule (TemperatureSchedule(temperature, moves)) instead")
+                    f"temperature_schedule={schedule!r}: the CPU self-play keeps its own "
+                    "temperature settings; set the schedule (TemperatureSchedule(temperature, "
+                    "moves)) and leave them at their defaults to act by it", UserWarning,
+                    stacklevel=2)
+                return
         self.schedule = schedule
 
     def self_play_config(self, iteration: int) -> CPUSelfPlayConfig:
