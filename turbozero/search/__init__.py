@@ -2,9 +2,10 @@
 states, key, config)` runs the family the config names and returns a `SearchResult`.
 
 Families: the library's tree kernel (`TreeSearchConfig`), mctx (`MctxConfig`), Monte-Carlo
-graph search for simultaneous games (`MCGSConfig`), one ply (`OnePlyConfig`) and complete-move
-players (`AfterstatePlayerConfig`); `available_families()` lists what is registered
-(docs/search.md)."""
+graph search for simultaneous games (`MCGSConfig`), one ply (`OnePlyConfig`), complete-move
+players (`AfterstatePlayerConfig`) and the C++ tree on the host (`CPUSearchConfig`, not
+jittable; importing it never needs the built extension); `available_families()` lists what is
+registered (docs/search.md)."""
 
 from turbozero.search.api import (
     Family,
@@ -27,6 +28,7 @@ from turbozero.search.mcgs import (
 from turbozero.search.mctx_policies import MctxConfig, SearchConfig, random_actions
 from turbozero.search.one_ply import OnePlyConfig, greedy_actions, one_ply_search
 from turbozero.search.afterstate import AfterstatePlayerConfig
+from turbozero.search.cpu import CPUSearchConfig
 from turbozero.search.kernel import TreeSearchConfig, tree_search
 from turbozero.search.model import EnvModel, ModelOutput
 from turbozero.search.reuse import reuse_subtree
@@ -34,7 +36,8 @@ from turbozero.search.roots import GumbelRoot, PUCTRoot
 from turbozero.search.selection import MctxPUCT, SpecPUCT
 
 __all__ = [
-    "AfterstatePlayerConfig", "EnvModel", "Family", "GumbelRoot", "MctxConfig", "MctxPUCT",
+    "AfterstatePlayerConfig", "CPUSearchConfig", "EnvModel", "Family", "GumbelRoot",
+    "MctxConfig", "MctxPUCT",
     "ModelOutput", "OnePlyConfig", "PUCTRoot", "SpecPUCT", "TreeSearchConfig", "reuse_subtree",
     "tree_search", "MCGSConfig", "MCGSOutput", "NetworkEvaluator", "SearchConfig",
     "SearchOutput", "SearchResult", "available_families", "family_of", "greedy_actions",

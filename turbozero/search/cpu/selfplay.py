@@ -58,6 +58,13 @@ class CPUSelfPlayConfig:
     def __post_init__(self) -> None:
         if not isinstance(self.search, CPUSearchConfig):
             raise ValueError(f"search must be a CPUSearchConfig, got {self.search!r}")
+        # CPUSearchConfig's own num_simulations, leaves_per_step and temperature are for one
+        # search of the `cpu` family; the self-play's fields apply here
+        for name in ("num_simulations", "leaves_per_step", "temperature"):
+            mine = getattr(self.search, name)
+            if mine != getattr(CPUSearchConfig, name) and mine != getattr(self, name):
+                raise ValueError(f"search.{name}={mine} contradicts CPUSelfPlayConfig.{name}="
+                                 f"{getattr(self, name)}, which the self-play uses: set that")
         # the C++ fields are int32: a larger count would wrap in the binding
         int32 = 2**31 - 1
         for name in ("num_workers", "num_games", "num_simulations", "leaves_per_step",
@@ -149,11 +156,13 @@ def make_pool_evaluator(env, evaluator: Callable[..., tuple[jax.Array, jax.Array
     a `NetworkEvaluator` whose value format has a WDL head, the output carries the head's
     win/draw/loss too (`PoolOutput.wdl`), which the C++ search averages at the root. New games
     (`parent == NEW_GAME`) start from `env.init(fold_in(key, action))`: `action` carries the
-    game's index, so a game can be replayed."""
+    game's index, so a game can be replayed. Given `roots` (a batch of states without their
+    observation, `evaluate(..., dest, roots)`), game g starts from `roots[g]` instead (the
+    `cpu` search family, `turbozero.search.cpu.search`)."""
     k = int(getattr(env, "max_legal_actions", env.num_actions))
     wdl_head = _wdl_head(evaluator, env)
 
-    def evaluate(pool, params, parent, action, dest):
+    def evaluate(pool, params, parent, action, dest, roots=None):
         new_game = parent == NEW_GAME
         prev = jax.tree_util.tree_map(lambda x: x[jnp.maximum(parent, 0)], pool)
         step_keys = jax.vmap(lambda p, a: jax.random.fold_in(jax.random.fold_in(key, p), a))(
@@ -161,8 +170,12 @@ def make_pool_evaluator(env, evaluator: Callable[..., tuple[jax.Array, jax.Array
         stepped = jax.vmap(env.transition)(prev, jnp.maximum(action, 0), step_keys)
 
         def with_new_games(stepped):
-            fresh = jax.vmap(lambda g: env.init_state(jax.random.fold_in(key, g)))(
-                jnp.maximum(action, 0))
+            game = jnp.maximum(action, 0)
+            if roots is None:
+                fresh = jax.vmap(lambda g: env.init_state(jax.random.fold_in(key, g)))(game)
+            else:
+                last = jax.tree_util.tree_leaves(roots)[0].shape[0] - 1
+                fresh = jax.tree_util.tree_map(lambda r: r[jnp.minimum(game, last)], roots)
             return jax.tree_util.tree_map(lambda a, b: _select_rows(new_game, a, b),
                                           fresh, stepped)
 
@@ -229,23 +242,19 @@ class SelfPlayGames(NamedTuple):
     stats: dict  # simulations, requests, collisions, moves, batches, seconds
 
 
-def cpu_self_play(env, evaluator, params, config: CPUSelfPlayConfig, key: jax.Array,
-                  pool_evaluator=None, seat_betas=None, form=None) -> SelfPlayGames:
-    """Play config.num_games games with the CPU path and return them as training samples.
-
-    `seat_betas` float[num_games, 2]: each game's entropic-risk beta per seat (per-game
-    asymmetric risk; selection at a node uses its mover's); None: `config.search.risk_beta`.
-    `form`: how `SelfPlayGames.observation` keeps each position, a replay form bound to `env`
-    (`turbozero.training.stored_observations`; None: the observation planes).
-
-    `pool_evaluator` (from `make_pool_evaluator(env, evaluator, key)`) may be passed to reuse
-    its compiled tiers across calls; it fixes the key that seeds the games.
-    """
-    ext = require_extension()
+def check_env(env) -> None:
+    """ValueError for an env the CPU path cannot search."""
     if env.is_simultaneous or env.is_stochastic:
         raise ValueError(f"{env.id}: the CPU path searches deterministic turn-based games")
     if env.num_players > 2:
         raise ValueError(f"{env.id}: the CPU path backs up one zero-sum value (<= 2 players)")
+
+
+def build_coordinator(env, config: CPUSelfPlayConfig, seat_betas=None):
+    """The C++ coordinator of `config` for `env` (a ValueError for an env the CPU path cannot
+    search); `seat_betas` float[num_games, 2] as in `cpu_self_play`."""
+    ext = require_extension()
+    check_env(env)
     native = config.to_native(num_players=env.num_players, num_actions=env.num_actions)
     if seat_betas is not None:
         betas = np.asarray(seat_betas, np.float64)
@@ -255,11 +264,19 @@ def cpu_self_play(env, evaluator, params, config: CPUSelfPlayConfig, key: jax.Ar
         if not np.all(np.isfinite(betas)):
             raise ValueError("seat_betas must be finite")
         native.seat_betas = [float(b) for b in betas.reshape(-1)]
-    coord = ext.Coordinator(native)
+    return ext.Coordinator(native)
+
+
+def run_coordinator(coord, env, evaluate, params, config: CPUSelfPlayConfig,
+                    roots=None) -> int:
+    """Run the built coordinator `coord` to its end, evaluating its batches with the pool
+    evaluator `evaluate` (`make_pool_evaluator`) over a fresh state pool; `roots`: the states
+    its games start from (None: `env.init_state`, seeded by the game's index). Returns the
+    number of evaluator calls; the games are in `coord.records()`. Shared by `cpu_self_play`
+    and the `cpu` search family (`turbozero.search.cpu.search`)."""
     num_slots = coord.num_state_slots + 1  # + a scratch slot for padding rows
     scratch = num_slots - 1
     pool = make_state_pool(env, num_slots)
-    evaluate = pool_evaluator or make_pool_evaluator(env, evaluator, key)
     tiers = config.batch_tiers
     max_batch = tiers[-1]
     parent = np.zeros(max_batch, np.int32)
@@ -285,7 +302,8 @@ def cpu_self_play(env, evaluator, params, config: CPUSelfPlayConfig, key: jax.Ar
             p = np.concatenate([parent[:n], np.full(pad, scratch, np.int32)])
             a = np.concatenate([action[:n], np.zeros(pad, np.int32)])
             d = np.concatenate([dest[:n], np.full(pad, scratch, np.int32)])
-            pool, out = evaluate(pool, params, p, a, d)
+            pool, out = (evaluate(pool, params, p, a, d) if roots is None
+                         else evaluate(pool, params, p, a, d, roots))
             out = jax.device_get(out)
             coord.submit_results(np.ascontiguousarray(out.actions[:n]),
                                  np.ascontiguousarray(out.priors[:n]),
@@ -302,6 +320,25 @@ def cpu_self_play(env, evaluator, params, config: CPUSelfPlayConfig, key: jax.Ar
             pass
         raise
     coord.join()  # rethrows a worker's exception
+    return batches
+
+
+def cpu_self_play(env, evaluator, params, config: CPUSelfPlayConfig, key: jax.Array,
+                  pool_evaluator=None, seat_betas=None, form=None) -> SelfPlayGames:
+    """Play config.num_games games with the CPU path and return them as training samples.
+
+    `seat_betas` float[num_games, 2]: each game's entropic-risk beta per seat (per-game
+    asymmetric risk; selection at a node uses its mover's); None: `config.search.risk_beta`.
+    `form`: how `SelfPlayGames.observation` keeps each position, a replay form bound to `env`
+    (`turbozero.training.stored_observations`; None: the observation planes).
+
+    `pool_evaluator` (from `make_pool_evaluator(env, evaluator, key)`) may be passed to reuse
+    its compiled tiers across calls; it fixes the key that seeds the games.
+    """
+    coord = build_coordinator(env, config, seat_betas)
+    evaluate = pool_evaluator or make_pool_evaluator(env, evaluator, key)
+    start = time.perf_counter()
+    batches = run_coordinator(coord, env, evaluate, params, config)
     seconds = time.perf_counter() - start
     stats = dict(coord.stats(), batches=batches, seconds=seconds)
     return _samples(env, coord.records(), key, stats, config.max_moves, form)
