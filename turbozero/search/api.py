@@ -158,6 +158,11 @@ def search(env: Any, evaluator: NetworkEvaluator, variables: Any, states: Any, k
     the C++ path); the others raise ValueError for it rather than ignore it.
     """
     family = family_of(config)
+    if not family.jittable and any(isinstance(leaf, jax.core.Tracer)
+                                   for leaf in jax.tree_util.tree_leaves((states, key))):
+        raise ValueError(f"the {family.name!r} search family ({type(config).__name__}) runs "
+                         "on the host and cannot be traced: call search() outside jax.jit / "
+                         "vmap (its network calls are compiled inside it)")
     if risk_beta is not None and not family.risk_beta:
         raise ValueError(f"per-seat risk betas need a family with a risk term (tree, cpu); "
                          f"the {family.name!r} family ({type(config).__name__}) has none")
