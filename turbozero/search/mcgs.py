@@ -1,25 +1,27 @@
-"""Monte-Carlo graph search for simultaneous two-player games, in `jax.lax` (PyRat).
+"""Monte-Carlo graph search for simultaneous two-player games, in `jax.lax` (PyRat, any game
+with the `envs.core.GraphSearchEnv` members).
 
 This is the MCGS design as a batched kernel; docs/mcgs.md maps every design field to
 an array here. In short, per game (the batch is a vmap over games):
 
 * a node table of fixed capacity C: the node's state (the env's `search_embedding`), its 64-bit
-  key, `evaluated`, `terminal`, frozen `U[2]` and per-player priors over outcomes `prior[2, 5]`,
-  `Q[2]`, the outcome indexing (`n_out[2]`, `outcomes[2, 5]`, `a2i[2, 5]`) and the edge arrays
-  `visits[5, 5]`, `edge_r[5, 5, 2]`, `child[5, 5]` (NO_NODE = unexpanded), padded from
-  `[n1, n2]`;
+  key, `evaluated`, `terminal`, frozen `U[2]` and per-player priors over outcomes `prior[2, A]`,
+  `Q[2]`, the outcome indexing (`n_out[2]`, `outcomes[2, A]`, `a2i[2, A]`) and the edge arrays
+  `visits[A, A]`, `edge_r[A, A, 2]`, `child[A, A]` (NO_NODE = unexpanded), padded from
+  `[n1, n2]`. A is the env's `num_actions` (PyRat 5), a static shape read when the search is
+  traced;
 * a transposition table of T = 2^k >= 2C slots (open addressing, linear probing) holding node
   indices; a hit is confirmed on the exact key fields (PyRat: positions, cheese, mud, turn, scores,
   end flag), never on the hash alone.
 
 One simulation = one playout per game: a descent (decoupled PUCT with Option D marginal Q and the
-FPU offset; exploration scaled by sqrt(max(N, exploration_floor)): the spec's sqrt(N) at 0,
-a first selection that follows the priors at 1; an unexpanded edge is expanded by stepping the
-env and looking the child up; the descent goes on through an already-evaluated child, i.e. a
-transposition) ending at a new leaf, a terminal node or (option) a short-circuit; then ONE
-batched call of the evaluator on the leaves of all games; then the backup: along the path
-from the deepest node up, `visits[o1, o2] += 1` and Q recomputed idempotently from the node's
-edges.
+FPU offset, `turbozero.search.fpu.first_play_urgency`; exploration scaled by
+sqrt(max(N, exploration_floor)): the spec's sqrt(N) at 0, a first selection that follows the
+priors at 1; an unexpanded edge is expanded by stepping the env and looking the child up; the
+descent goes on through an already-evaluated child, i.e. a transposition) ending at a new leaf,
+a terminal node or (option) a short-circuit; then ONE batched call of the evaluator on the
+leaves of all games; then the backup: along the path from the deepest node up,
+`visits[o1, o2] += 1` and Q recomputed idempotently from the node's edges.
 
 A full node table is never silently overwritten: a playout that needs a new node when the table
 is full is dropped (no visit is counted) and `stats["dropped_playouts"]` counts it.
@@ -34,13 +36,18 @@ from typing import Any, Callable, ClassVar, Literal, NamedTuple, Optional
 import chex
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from envs.core import Env, GraphSearchEnv, State, require_protocol
+from turbozero.search.acting import act
 from turbozero.search.api import SearchResult, register_family
+from turbozero.search.fpu import first_play_urgency
+from turbozero.search.noise import mix_legal_noise
 
 EvalFn = Callable[[Any, Any], tuple[jax.Array, jax.Array, jax.Array, jax.Array]]
-A = 5  # actions per player; outcome arrays are padded to this size
+# Per-player arrays are padded to A = env.num_actions (outcomes, priors, edges): a static shape
+# taken from the env when the search is traced, so one module serves games of any action count.
 NO_NODE = -1  # node index sentinel: an unexpanded edge, an empty table slot, no leaf
 
 
@@ -52,15 +59,18 @@ class MCGSConfig:
     capacity: node table size (default num_simulations + 1, which is never full: a playout
         creates at most one node). Must be >= 2.
     c_puct: exploration constant of the spec's PUCT score.
-    fpu_offset: unvisited actions get the parent's Q minus this (selection only).
-    temperature: acting temperature on the root's marginal visits (0 = argmax, random ties).
+    fpu_offset: unvisited actions get the parent's Q minus this (selection only): the shared
+        `first_play_urgency` with this as its base and the prior term off (docs/mcgs.md).
+    temperature: acting temperature on the root's marginal visits (0 = argmax, random ties),
+        through the shared `turbozero.search.acting.act`.
     transpositions: False turns the graph into a plain tree (every expansion a new node); used
         to measure what transpositions save.
     short_circuit: the spec's open question 3: when an edge's child already has
         N(child) = 1 + its total visits >= short_circuit_factor * (edge visits + 1), count the
         visit on the edge without descending (off by default).
     evaluator_input: "observation" (float planes [B, H, W, C]) or "state" (the env states).
-    dirichlet_alpha: concentration of the root noise, drawn over each player's valid outcomes.
+    dirichlet_alpha: concentration of the root noise, drawn over each player's valid outcomes
+        (`turbozero.search.noise.mix_legal_noise`).
     dirichlet_fraction: share of the root prior replaced by that noise once the root is
         evaluated. 0 by default: the MCGS spec has no root noise, and 0 keeps the search
         noiseless, as the reference test checks it; self-play presets may turn it on.
@@ -116,7 +126,8 @@ class MCGSConfig:
 
 @struct.dataclass
 class Graph:
-    """One game's search graph (leading axis C = capacity; add a batch axis in front)."""
+    """One game's search graph (leading axis C = capacity; add a batch axis in front; A = the
+    env's `num_actions`)."""
 
     emb: Any  # env.search_embedding pytree, leaves [C, ...]
     key: jax.Array  # uint32[C, 2]
@@ -143,9 +154,11 @@ class Graph:
 @chex.dataclass(frozen=True)
 class MCGSOutput:
     action: jax.Array  # int32[B, 2] joint action to play (sampled with the temperature)
-    policy: jax.Array  # float32[B, 2, 5] visit distribution per player, on actions (target)
+    policy: jax.Array  # float32[B, 2, A] visit distribution per player, on actions (target)
     root_value: jax.Array  # float32[B, 2] Q of the root per player
-    action_q: jax.Array  # float32[B, 2, 5] marginal Q of each action at the root (FPU if unvisited)
+    # float32[B, 2, A] marginal Q of each action at the root (FPU if unvisited; an action that
+    # reaches no outcome, an illegal one, reads the FPU of the padding)
+    action_q: jax.Array
     stats: dict  # int32[B] each: nodes_used, evaluations, tt_hits, playouts_with_hit, ...
     graph: Graph  # the whole graph (batched), for inspection and tests
 
@@ -156,6 +169,12 @@ def _table_size(capacity: int) -> int:
 
 def _node_info(env: Env, state: State):
     n, outcomes, a2i = env.effective_outcomes(state)
+    a = env.num_actions
+    if jnp.shape(n) != (2,) or jnp.shape(outcomes) != (2, a) or jnp.shape(a2i) != (2, a):
+        raise ValueError(f"mcgs: {getattr(env, 'id', type(env).__name__)}.effective_outcomes "
+                         f"must give n int32[2], outcomes and action_to_idx int32[2, {a}] "
+                         f"(num_actions {a}); got shapes {jnp.shape(n)}, "
+                         f"{jnp.shape(outcomes)}, {jnp.shape(a2i)}")
     return (env.search_embedding(state), env.state_key(state),
             state.terminated | state.truncated, n, outcomes, a2i)
 
@@ -173,7 +192,7 @@ def _write_node(g: Graph, idx: jax.Array, info, cond: jax.Array) -> Graph:
 
 
 def _init_graph(env: Env, root: State, cfg: MCGSConfig) -> Graph:
-    c, t = cfg.num_nodes, _table_size(cfg.num_nodes)
+    c, t, A = cfg.num_nodes, _table_size(cfg.num_nodes), env.num_actions
     info = _node_info(env, root)
     emb = jax.tree_util.tree_map(lambda x: jnp.zeros((c,) + x.shape, x.dtype), info[0])
     g = Graph(
@@ -213,7 +232,8 @@ def _marginal_q(g: Graph, node: jax.Array, cfg: MCGSConfig) -> tuple[jax.Array, 
     cq = g.Q[jnp.maximum(g.child[node], 0)]  # [A, A, 2]
     val = jnp.where((v > 0)[..., None], v[..., None] * (g.edge_r[node] + cq), 0.0)
     m1, m2 = v.sum(1), v.sum(0)
-    fpu = g.Q[node] - cfg.fpu_offset
+    # the spec's constant offset below the node's Q: the shared formula with the prior term off
+    fpu = first_play_urgency(g.Q[node], 0.0, cfg.fpu_offset)
     q1 = jnp.where(m1 > 0, val[..., 0].sum(1) / jnp.maximum(m1, 1), fpu[0])
     q2 = jnp.where(m2 > 0, val[..., 1].sum(0) / jnp.maximum(m2, 1), fpu[1])
     return jnp.stack([q1, q2]), jnp.stack([m1, m2])
@@ -230,7 +250,7 @@ def _select(g: Graph, node: jax.Array, cfg: MCGSConfig) -> tuple[jax.Array, jax.
     total = g.visits[node].sum().astype(jnp.float32)
     scale = jnp.sqrt(jnp.maximum(total, cfg.exploration_floor))
     score = q + cfg.c_puct * g.prior[node] * scale / (1.0 + m)
-    valid = jnp.arange(A)[None, :] < g.n_out[node][:, None]
+    valid = jnp.arange(score.shape[-1])[None, :] < g.n_out[node][:, None]
     o = jnp.argmax(jnp.where(valid, score, -jnp.inf), axis=1).astype(jnp.int32)
     return o[0], o[1]
 
@@ -327,40 +347,28 @@ def _descend(env: Env, root: State, g: Graph, cfg: MCGSConfig):
 
 
 def _reduce_prior(logits: jax.Array, a2i: jax.Array, n: jax.Array) -> jax.Array:
-    """Softmax over the 5 actions, averaged within each outcome and renormalised: float32[A].
+    """Softmax over the A actions, averaged within each outcome and renormalised: float32[A].
 
-    Averaging (not summing) keeps actions that alias one outcome (moves into walls are all
-    STAY) from piling their mass onto it: a uniform policy gives uniform outcomes, the spec's
+    Averaging (not summing) keeps actions that alias one outcome (PyRat's moves into walls are
+    all STAY) from piling their mass onto it: a uniform policy gives uniform outcomes, the spec's
     prior without a network. Summing made an untrained rat in a corner stay put 80% of the time
-    and self-play collapse onto STAY.
+    and self-play collapse onto STAY. An action whose `a2i` is `n` or more (an illegal one)
+    reaches no outcome and its mass is dropped.
     """
+    A = logits.shape[-1]
     p = jax.nn.softmax(logits.astype(jnp.float32))
     onehot = (a2i[:, None] == jnp.arange(A)[None, :]) & (jnp.arange(A)[None, :] < n)
     mean = (p[:, None] * onehot).sum(0) / jnp.maximum(onehot.sum(0), 1)
     return mean / jnp.maximum(mean.sum(), 1e-30)
 
 
-def _root_noise(key: jax.Array, n_out: jax.Array, alpha: float) -> jax.Array:
-    """float32[B, 2, A]: per game and player a Dirichlet(alpha) draw over its n_out int32[B, 2]
-    valid outcomes, 0 past them (one gamma draw for the whole batch: cheaper to compile than a
-    vmapped one)."""
-    valid = jnp.arange(A) < n_out[..., None]
-    gam = jnp.where(valid, jax.random.gamma(key, alpha, valid.shape), 0.0)
-    s = gam.sum(-1, keepdims=True)
-    # all draws can underflow to 0 for a small alpha: fall back to uniform then
-    return jnp.where(s > 0, gam / jnp.where(s > 0, s, 1.0), valid / n_out[..., None])
-
-
-def _evaluate_and_backup(g: Graph, path, depth, leaf, out, noise, fraction: float) -> Graph:
-    """Store the leaf's evaluation (the root's prior mixed with `noise` float32[2, A] when
-    `fraction` > 0), then back the path up."""
+def _evaluate_and_backup(g: Graph, path, depth, leaf, out) -> Graph:
+    """Store the leaf's evaluation, then back the path up."""
     l1, l2, v1, v2 = out
     has = leaf != NO_NODE
     li = jnp.maximum(leaf, 0)
     prior = jnp.stack([_reduce_prior(l1, g.a2i[li, 0], g.n_out[li, 0]),
                        _reduce_prior(l2, g.a2i[li, 1], g.n_out[li, 1])])
-    if fraction > 0:  # the root is evaluated once, by the first playout
-        prior = jnp.where(li == 0, (1.0 - fraction) * prior + fraction * noise, prior)
     u = jnp.stack([v1, v2]).astype(jnp.float32)
     g = g.replace(
         prior=g.prior.at[li].set(jnp.where(has, prior, g.prior[li])),
@@ -378,7 +386,29 @@ def _evaluate_and_backup(g: Graph, path, depth, leaf, out, noise, fraction: floa
     return jax.lax.while_loop(lambda c: c[0] >= 0, back, (depth - 1, g))[1]
 
 
+def _mix_root_noise(g: Graph, fresh: jax.Array, key: jax.Array, cfg: MCGSConfig) -> Graph:
+    """The batch's roots (`g` batched) evaluated by this playout (`fresh` bool[B]: the first
+    playout evaluates the root, before any selection there) get their prior mixed with
+    Dirichlet noise over each player's valid outcomes (`mix_legal_noise`; one draw for the whole
+    batch, from `key`)."""
+    prior = g.prior[:, 0]  # [B, 2, A]
+    valid = jnp.arange(prior.shape[-1]) < g.n_out[:, 0][..., None]
+    mixed = mix_legal_noise(key, prior, valid, cfg.dirichlet_alpha, cfg.dirichlet_fraction)
+    return g.replace(prior=g.prior.at[:, 0].set(jnp.where(fresh[:, None, None], mixed, prior)))
+
+
+def _as_logits(logits: jax.Array, batch: int, num_actions: int, which: str) -> jax.Array:
+    """The evaluator's logits as float32[B, A]; [B, 1] broadcasts (uniform_eval_fn)."""
+    shape = jnp.shape(logits)
+    if len(shape) != 2 or shape[0] != batch or shape[1] not in (1, num_actions):
+        raise ValueError(f"mcgs: eval_fn's {which} logits have shape {shape}; the env has "
+                         f"{num_actions} actions per player, so [{batch}, {num_actions}] (or "
+                         f"[{batch}, 1]) is expected")
+    return jnp.broadcast_to(logits, (batch, num_actions))
+
+
 def _root_output(g: Graph, cfg: MCGSConfig, key: jax.Array):
+    A = g.visits.shape[-1]
     v = g.visits[0].astype(jnp.float32)
     m = jnp.stack([v.sum(1), v.sum(0)])  # [2, A] outcome marginals
     total = v.sum()
@@ -393,29 +423,24 @@ def _root_output(g: Graph, cfg: MCGSConfig, key: jax.Array):
     policy = jax.vmap(to_actions)(pi_out, g.outcomes[0])
     q, _ = _marginal_q(g, jnp.int32(0), cfg)
     action_q = jnp.take_along_axis(q, g.a2i[0], axis=1)
-    if cfg.temperature == 0:
-        # the most visited outcome; ties broken at random (always taking the lowest index
-        # walks a rat into the same wall whenever the search sees nothing to prefer)
-        masked = jnp.where(valid, pi_out, -1.0)
-        best = masked >= jnp.max(masked, axis=1, keepdims=True)
-        o = jax.random.categorical(key, jnp.where(best, 0.0, -jnp.inf), axis=1)
-    else:
-        logits = jnp.where(valid & (pi_out > 0), jnp.log(jnp.maximum(pi_out, 1e-30))
-                           / cfg.temperature, -jnp.inf)
-        o = jax.random.categorical(key, logits, axis=1)
+    # per player, an outcome drawn from pi^(1/temperature), or at temperature 0 the most
+    # visited one with ties at random (always taking the lowest index walks a rat into the same
+    # wall whenever the search sees nothing to prefer)
+    o = act(key, pi_out, valid, cfg.temperature)
     action = jnp.take_along_axis(g.outcomes[0], o[:, None], axis=1)[:, 0]
     return action.astype(jnp.int32), policy, g.Q[0], action_q
 
 
 def check_env(env: Any) -> None:
     """ValueError unless `env` is a simultaneous two-player game with what graph search needs
-    (`envs.core.GraphSearchEnv`) and at most A actions per player."""
+    (`envs.core.GraphSearchEnv`): the per-player arrays are sized by its `num_actions`."""
     require_protocol(env, GraphSearchEnv, "mcgs")
     if not env.is_simultaneous or env.num_players != 2:
         raise ValueError("mcgs: the env must be a simultaneous two-player game")
-    if env.num_actions != A:
-        raise ValueError(f"mcgs: the kernel pads outcomes to {A} actions, env has "
-                         f"{env.num_actions}")
+    n = env.num_actions
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"mcgs: the env's num_actions (actions per player) must be a positive "
+                         f"integer, got {n!r}")
 
 
 def mcgs_search(eval_fn: EvalFn, params: Any, env: Env, root_states: State, key: jax.Array,
@@ -423,25 +448,23 @@ def mcgs_search(eval_fn: EvalFn, params: Any, env: Env, root_states: State, key:
                 num_playouts: Optional[jax.Array] = None) -> MCGSOutput:
     """Run MCGS on a batch of root states (leading axis B).
 
-    eval_fn(params, x) -> (policy_logits_p1 [B, 5], policy_logits_p2 [B, 5], value_p1 [B],
-    value_p2 [B]) with x the observations [B, ...] (or the states, see `MCGSConfig`); values in
-    reward units. It is called once per simulation on the whole
-    batch. The env must provide what `envs.core.GraphSearchEnv` lists (`effective_outcomes`,
-    `state_key`, `search_embedding`, `search_restore`, `same_position`, ...; docs/mcgs.md): a
-    missing one is a ValueError naming it. Jit with env, eval_fn and config
-    static, or use `make_mcgs_fn`. `num_playouts` (a traced int, at most
+    eval_fn(params, x) -> (policy_logits_p1 [B, A], policy_logits_p2 [B, A], value_p1 [B],
+    value_p2 [B]) with x the observations [B, ...] (or the states, see `MCGSConfig`), A the
+    env's `num_actions` ([B, 1] logits broadcast); values in reward units. It is called once
+    per simulation on the whole batch. The env must provide what `envs.core.GraphSearchEnv`
+    lists (`effective_outcomes`, `state_key`, `search_embedding`, `search_restore`,
+    `same_position`, ...; docs/mcgs.md): a missing one is a ValueError naming it. Jit with env,
+    eval_fn and config static, or use `make_mcgs_fn`. `num_playouts` (a traced int, at most
     `config.num_simulations`) runs fewer playouts without recompiling.
     """
     check_env(env)
     batch = root_states.step_count.shape[0] if root_states.step_count.ndim else None
     if batch is None:
         raise ValueError("mcgs: root_states must be batched (leading axis B)")
+    num_actions = env.num_actions
     g = jax.vmap(lambda s: _init_graph(env, s, config))(root_states)
     if config.dirichlet_fraction > 0:  # split only then: without noise the keys stay as they were
         key, noise_key = jax.random.split(key)
-        noise = _root_noise(noise_key, g.n_out[:, 0], config.dirichlet_alpha)
-    else:
-        noise = jnp.zeros((batch, 2, A), jnp.float32)
 
     def simulate(_, g):
         g, path, depth, leaf = jax.vmap(lambda gg, s: _descend(env, s, gg, config))(
@@ -450,9 +473,15 @@ def mcgs_search(eval_fn: EvalFn, params: Any, env: Env, root_states: State, key:
         emb = jax.tree_util.tree_map(lambda x: x[jnp.arange(batch), li], g.emb)
         states = jax.vmap(env.search_restore)(root_states, emb)
         x = states if config.evaluator_input == "state" else states.observation
-        out = eval_fn(params, x)
-        return jax.vmap(lambda *a: _evaluate_and_backup(*a, config.dirichlet_fraction))(
-            g, path, depth, leaf, out, noise)
+        l1, l2, v1, v2 = eval_fn(params, x)
+        out = (_as_logits(l1, batch, num_actions, "player 1"),
+               _as_logits(l2, batch, num_actions, "player 2"), v1, v2)
+        g = jax.vmap(_evaluate_and_backup)(g, path, depth, leaf, out)
+        if config.dirichlet_fraction > 0:  # the root is evaluated once, by the first playout
+            fresh = leaf == 0
+            g = jax.lax.cond(jnp.any(fresh), lambda g: _mix_root_noise(g, fresh, noise_key,
+                                                                       config), lambda g: g, g)
+        return g
 
     n = config.num_simulations if num_playouts is None else jnp.minimum(
         jnp.asarray(num_playouts, jnp.int32), config.num_simulations)
@@ -478,7 +507,7 @@ def make_mcgs_fn(eval_fn: EvalFn, env: Env, config: MCGSConfig = MCGSConfig()
 
 
 def network_eval_fn(apply_fn: Callable[[Any, jax.Array], tuple[jax.Array, jax.Array]]) -> EvalFn:
-    """Adapt a two-player network `apply_fn(params, obs) -> (logits [B, 2, 5], values [B, 2])`
+    """Adapt a two-player network `apply_fn(params, obs) -> (logits [B, 2, A], values [B, 2])`
     (e.g. `turbozero.networks.simultaneous.TwoPlayerNet(...).apply`) to the `eval_fn` protocol."""
 
     def fn(params: Any, obs: jax.Array):
@@ -489,10 +518,11 @@ def network_eval_fn(apply_fn: Callable[[Any, jax.Array], tuple[jax.Array, jax.Ar
 
 
 def uniform_eval_fn(params: Any, x: Any):
-    """The spec's evaluator without a network: uniform priors, values 0."""
+    """The spec's evaluator without a network: uniform priors, values 0, for any env (its
+    logits [B, 1] broadcast to the env's action count)."""
     del params
     b = jax.tree_util.tree_leaves(x)[0].shape[0]
-    z = jnp.zeros((b, A), jnp.float32)
+    z = jnp.zeros((b, 1), jnp.float32)
     return z, z, jnp.zeros(b, jnp.float32), jnp.zeros(b, jnp.float32)
 
 
