@@ -1,6 +1,6 @@
 """Search simulations/s, self-play positions/s and training samples/s for one game.
 
-    python benchmarks/bench_training.py --game backgammon --preset tiny
+    python benchmarks/bench_training.py --game backgammon --preset az-tiny
     python benchmarks/bench_training.py --game chess --preset large --memory
 
 Each figure is the median of `--repeats` timed calls after a compile call, on the preset's

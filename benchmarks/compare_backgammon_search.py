@@ -1,6 +1,7 @@
-"""The backgammon `tiny` preset trained with mctx's stochastic search or with the tree kernel's
-chance nodes (docs/benchmarks.md, "Backgammon on the kernel"): wall time and the final
-evaluation against random and the 1-ply greedy player, 64 games each.
+"""The backgammon `az-tiny` preset (AlphaZero; named tiny when this was measured) trained with
+mctx's stochastic search or with the tree kernel's chance nodes (docs/benchmarks.md,
+"Backgammon on the kernel"): wall time and the final evaluation against random and the 1-ply
+greedy player, 64 games each.
 
     python benchmarks/compare_backgammon_search.py SEED kernel|mctx
 """
@@ -21,7 +22,7 @@ if which == "kernel":
         num_simulations=8, selection=SpecPUCT(c_puct=1.25, fpu_base=0.0),
         root=PUCTRoot(dirichlet_alpha=0.3, dirichlet_fraction=0.25))
 t, rec = time.time(), []
-Trainer(get_preset("backgammon", "tiny", **kw)).run(progress=False, callback=rec.append)
+Trainer(get_preset("backgammon", "az-tiny", **kw)).run(progress=False, callback=rec.append)
 last = rec[-1]
 shown = {k: v for k, v in last.items() if k.startswith("eval_")
          and k.endswith(("win_rate", "mean_return", "finished"))}

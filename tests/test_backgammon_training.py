@@ -87,7 +87,7 @@ def test_search_returns_legal_actions_on_random_positions():
 
 @pytest.fixture(scope="module")
 def short_run():
-    cfg = get_preset("backgammon", "tiny", num_iterations=8, num_envs=16, collect_steps=32,
+    cfg = get_preset("backgammon", "az-tiny", num_iterations=8, num_envs=16, collect_steps=32,
                      train_steps=16, eval_every=0, eval_opponents=(), checkpoint_every=0,
                      replay_capacity=256)
     trainer = Trainer(cfg)

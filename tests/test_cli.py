@@ -36,7 +36,7 @@ def _err_line(capsys) -> str:
 
 # ----------------------------------------------------------------------- --set parsing
 def test_set_parses_each_field_type():
-    base = get_preset("backgammon", "tiny")
+    base = get_preset("backgammon", "az-tiny")
     new = parse_overrides(base, [
         "num_envs=8", "optimizer.learning_rate=3e-3", "search.num_simulations=16",
         "search.algorithm=gumbel", "search.max_depth=none", "eval_opponents=greedy",
@@ -86,7 +86,7 @@ def test_set_parses_each_field_type():
 ])
 def test_set_rejects_values_that_do_not_fit(pair, message):
     with pytest.raises(ValueError) as err:
-        parse_overrides(get_preset("backgammon", "tiny"), [pair])
+        parse_overrides(get_preset("backgammon", "az-tiny"), [pair])
     assert str(err.value).startswith(message)
 
 
@@ -130,12 +130,14 @@ def test_set_merges_a_json_object_into_env_config():
     assert parse_overrides(base, ['env_config=[["size", 7]]'])["env_config"] == (("size", 7),)
 
 
-@pytest.mark.parametrize("game", ["gomoku", "backgammon", "pyrat", GAME, "chess"])
-def test_search_num_simulations_is_one_key_for_every_game(game):
-    """Was: refused for gomoku, whose MuZero search nests them at search.search."""
+@pytest.mark.parametrize("game, preset", [("gomoku", "tiny"), ("backgammon", "az-tiny"),
+                                          ("pyrat", "tiny"), (GAME, "tiny"), ("chess", "tiny")])
+def test_search_num_simulations_is_one_key_for_every_game(game, preset):
+    """Was: refused for gomoku, whose MuZero search nests them at search.search. (Backgammon's
+    tiny is afterstate TD, which has no simulations: its AlphaZero preset here.)"""
     from turbozero.training.algorithms import tree_config
 
-    base = get_preset(game, "tiny")
+    base = get_preset(game, preset)
     cfg = with_overrides(base, parse_overrides(
         base, ["search.num_simulations=3", "eval_search.num_simulations=2"]))
     assert tree_config(cfg.search).num_simulations == 3
@@ -162,7 +164,7 @@ def test_unknown_network_and_env_options_are_one_line_before_anything_is_built(t
 
 
 def test_changed_search_carries_a_derived_evaluation_search():
-    base = get_preset("backgammon", "tiny")
+    base = get_preset("backgammon", "az-tiny")
     cfg = with_overrides(base, parse_overrides(base, ["search.num_simulations=5"]))
     assert cfg.eval_search is None  # derived when the algorithm is built
     assert evaluation_search(cfg.search) == MctxConfig(num_simulations=5, dirichlet_fraction=0.0,
@@ -221,7 +223,8 @@ def test_set_takes_a_config_of_another_class_tagged_as_stored():
 
 
 # ------------------------------------------------------------------------ config JSON
-@pytest.mark.parametrize("game, preset", [("backgammon", "tiny"), ("pyrat", "small"),
+@pytest.mark.parametrize("game, preset", [("backgammon", "tiny"), ("backgammon", "az-tiny"),
+                                          ("pyrat", "small"),
                                           ("chess", "large"), ("pacosako", "small"),
                                           (GAME, "tiny")])
 def test_config_json_round_trip(game, preset):
@@ -231,7 +234,7 @@ def test_config_json_round_trip(game, preset):
 
 
 def test_config_json_is_generic_and_guarded():
-    data = config_to_json(get_preset("backgammon", "tiny"))
+    data = config_to_json(get_preset("backgammon", "az-tiny"))
     assert data["search"]["__dataclass__"] == "turbozero.search.mctx_policies:MctxConfig"
     # a field a later version added is missing from an older file: its default is used
     del data["search"]["pb_c_base"]
@@ -290,6 +293,29 @@ def test_gnubg_opponent_without_gnubg_names_the_extra(tmp_path, monkeypatch, cap
         get_preset("backgammon", "tiny"))}))
     assert cli.main(["eval", str(run_dir), "--opponent", "gnubg"]) == 2
     assert 'pip install -e ".[backgammon]"' in _err_line(capsys)
+
+
+def test_main_job_evaluates_against_gnubg_only_where_installed(monkeypatch):
+    """The backgammon tiny preset (the README's main job) plays gnubg when the extra is
+    installed; without it the preset still runs and `turbozero train` says why gnubg is left
+    out, in one line."""
+    from turbozero import presets
+
+    args = cli.build_parser().parse_args(["train", "backgammon"])
+    if presets._installed("backgammon", "gnubg"):
+        assert get_preset("backgammon", "tiny").eval_opponents == ("random", "gnubg")
+        assert cli.skipped_opponent_notes(args, "tiny") == []
+    monkeypatch.setitem(sys.modules, "gnubg", None)  # as if not installed
+    assert get_preset("backgammon", "tiny").eval_opponents == ("random",)
+    assert get_preset("backgammon", "tiny", eval_opponents=("random", "gnubg")).eval_opponents \
+        == ("random", "gnubg")  # asked for by name: kept (and refused by the CLI, above)
+    assert cli.skipped_opponent_notes(args, "tiny") == [
+        'gnubg: not installed, so not an evaluation opponent (pip install -e ".[backgammon]" '
+        "adds it)"]
+    chosen = cli.build_parser().parse_args(["train", "backgammon", "--set",
+                                            "eval_opponents=random"])
+    assert cli.skipped_opponent_notes(chosen, "tiny") == []
+    assert cli.skipped_opponent_notes(args, "az-tiny") == []  # no optional opponent
 
 
 def test_backgammon_extra_brings_gnubg():

@@ -43,7 +43,7 @@ def td_run(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def az_run(tmp_path_factory):
-    return _saved_run(tmp_path_factory.mktemp("play") / "az", "tiny")
+    return _saved_run(tmp_path_factory.mktemp("play") / "az", "az-tiny")
 
 
 @pytest.fixture(scope="module")

@@ -213,6 +213,8 @@ def test_loss_line_says_how_the_parts_add_up():
     mz = report.explain_losses(get_preset("gomoku", "tiny").search)
     # gomoku's parts do not add up to the loss: the line gives the weights
     assert mz.startswith("loss = policy_loss + value_loss + reward_loss + 2 * consistency_loss")
+    td = report.explain_losses(get_preset("backgammon", "tiny").search)  # afterstate TD
+    assert td.startswith("loss = value_loss (TD trains no policy head: policy_loss is 0);")
 
 
 def test_readme_resume_example_ends_with_an_evaluation():

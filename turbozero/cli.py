@@ -44,6 +44,17 @@ def check_opponents(game: str, opponents: Sequence[str]) -> None:
                              f"{referees[opp].install}") from None
 
 
+def skipped_opponent_notes(args: argparse.Namespace, preset: str) -> list[str]:
+    """One line for each opponent the preset evaluates against only where its package is
+    installed (`presets.missing_opponents`) that this run leaves out; none when the run's
+    opponents come from elsewhere (--resume, --set eval_opponents=...)."""
+    if args.resume or any(s.split("=", 1)[0].strip() == "eval_opponents"
+                          for s in args.set or []):
+        return []
+    return [f"{name}: not installed, so not an evaluation opponent ({install} adds it)"
+            for name, install in presets.missing_opponents(args.game, preset)]
+
+
 def _recorded_preset(run_dir: str) -> Optional[str]:
     """The preset `turbozero train` recorded in the run's cli.json (None for runs made from
     Python)."""
@@ -137,6 +148,7 @@ def _train_run(args: argparse.Namespace, primary: bool) -> int:
     config = train_config(args)
     check_opponents(config.game, config.eval_opponents)
     preset = args.preset or DEFAULT_PRESET
+    notes = skipped_opponent_notes(args, preset)
     run_dir = args.run_dir or os.path.join(
         "runs", f"{args.game.replace('/', '_')}-{preset}-{time.strftime('%Y%m%d-%H%M%S')}"
     )
@@ -147,6 +159,8 @@ def _train_run(args: argparse.Namespace, primary: bool) -> int:
                           {"game": args.game, "preset": preset, "set": args.set or [],
                            "iterations": args.iterations, "seed": args.seed})
     print(f"run directory: {trainer.run_dir.path}")
+    for note in notes:
+        print(note)
     if int(trainer.state.iteration) >= config.num_iterations:
         print(f"the run has done its {config.num_iterations} iterations; --iterations N trains "
               "it on to iteration N")

@@ -4,6 +4,7 @@ ones are meant for a GPU."""
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 from typing import Any
 
 from turbozero.search.cpu.selfplay import CPUSelfPlayConfig
@@ -61,6 +62,15 @@ _CHESS_TINY = dict(
     replay_policies=LegalPolicy(),
 )
 
+# afterstate TD(lambda) with the 0-ply complete-move player (turbozero.training.td,
+# docs/learning.md "Backgammon: afterstate TD"): sized for 2 CPU cores; 16 complete moves of 64
+# games an iteration, each afterstate sampled ~4 times from a replay of the last ~8 iterations
+_BACKGAMMON_TD = dict(
+    num_envs=64, collect_steps=16, train_steps=16, batch_size=256, replay_capacity=128,
+    optimizer=Optimizer(learning_rate=1e-3), network={"hidden_sizes": (128, 128)},
+    search=TDConfig(), max_eval_steps=2000,
+)
+
 _PYRAT_TINY = dict(
     env_config=(("width", 7), ("height", 7), ("cheese_count", 10), ("max_turns", 60)),
     num_envs=32, collect_steps=30, train_steps=64, batch_size=128, replay_capacity=120,
@@ -77,7 +87,17 @@ _PYRAT_TINY = dict(
 
 _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "backgammon": {
+        # the main job: afterstate TD(lambda), the td set-up below cut to 60 iterations, so that
+        # training and its evaluation (32 games against random, and 32 against gnubg 0-ply where
+        # gnubg is installed) finish within 5 minutes on 2 CPU cores. Side by side on the same
+        # machine it learned more per minute than AlphaZero's az-tiny (docs/learning.md,
+        # "The main job")
         "tiny": dict(
+            _BACKGAMMON_TD, num_iterations=60, eval_every=60, eval_games=32, checkpoint_every=10,
+            eval_opponents=("random",), eval_opponents_if_installed=("gnubg",),
+        ),
+        # the former tiny: AlphaZero with mctx's stochastic search, 8 simulations
+        "az-tiny": dict(
             num_envs=32, collect_steps=32, train_steps=16, batch_size=128, replay_capacity=256,
             num_iterations=24, eval_every=24, eval_games=32, optimizer=Optimizer(learning_rate=3e-3),
             network={"hidden_sizes": (64, 64)}, search=MctxConfig(num_simulations=8),
@@ -104,15 +124,10 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             network={"hidden_sizes": (512, 512, 512, 512)}, search=MctxConfig(num_simulations=200),
             max_eval_steps=2000, eval_opponents=("random", "greedy"), temperature_schedule=_BACKGAMMON,
         ),
-        # afterstate TD(lambda) with the 0-ply complete-move player (turbozero.training.td,
-        # docs/learning.md "Backgammon: afterstate TD"): sized for 2 CPU cores; 16 complete
-        # moves of 64 games an iteration, each afterstate sampled ~4 times from a replay of
-        # the last ~8 iterations
+        # afterstate TD(lambda) trained for longer (_BACKGAMMON_TD above): 2000 iterations
         "td": dict(
-            num_envs=64, collect_steps=16, train_steps=16, batch_size=256, replay_capacity=128,
-            num_iterations=2000, eval_every=100, eval_games=64, checkpoint_every=50,
-            optimizer=Optimizer(learning_rate=1e-3), network={"hidden_sizes": (128, 128)},
-            search=TDConfig(), max_eval_steps=2000, eval_opponents=("random",),
+            _BACKGAMMON_TD, num_iterations=2000, eval_every=100, eval_games=64,
+            checkpoint_every=50, eval_opponents=("random",),
         ),
         # the same for a GPU: more games a call, a wider network
         "td-gpu": dict(
@@ -295,7 +310,10 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
 # Wall time of `turbozero train GAME --preset P` on 2 CPU cores, where someone measured it (the
 # docs page named holds the conditions); `turbozero presets` says "not measured" for the rest.
 MEASURED_TIMES: dict[tuple[str, str], str] = {
-    ("backgammon", "tiny"): "75 s to 2 min 30 s (docs/training.md)",
+    ("backgammon", "tiny"): "4 min 55 s with no compilation cache at load 2-4 (docs/learning.md, "
+                            "\"The main job\")",
+    ("backgammon", "az-tiny"): "75 s to 2 min 30 s (docs/training.md); 6 min 6 s at load 4-5 "
+                               "(docs/learning.md)",
     ("backgammon", "medium"): "22 min with a second seed beside it (docs/learning.md)",
     ("backgammon", "td"): "700 iterations in 95 min beside a second seed and other work "
                           "(docs/learning.md); 2000 not measured",
@@ -317,15 +335,47 @@ def available_presets(game: str) -> tuple[str, ...]:
     return tuple(_PRESETS.get(game, {}))
 
 
-def get_preset(game: str, preset: str, **overrides: Any) -> TrainConfig:
-    """The `TrainConfig` of `preset` for `game`, with keyword overrides."""
+# A preset entry `eval_opponents_if_installed`: registered opponents that need an optional
+# package (turbozero.games.Opponent.module, e.g. gnubg); the preset evaluates against them only
+# where that package is installed, so the preset runs without the extra.
+_IF_INSTALLED = "eval_opponents_if_installed"
+
+
+def _installed(game: str, opponent: str) -> bool:
+    from turbozero.games import game_spec
+
+    module = next(o.module for o in game_spec(game).opponents if o.name == opponent)
+    return module is None or importlib.util.find_spec(module) is not None
+
+
+def _preset(game: str, preset: str) -> dict[str, Any]:
     if game not in _PRESETS:
         raise ValueError(f"no presets for game {game!r}; games with presets: {sorted(_PRESETS)}")
     if preset not in _PRESETS[game]:
         raise ValueError(
             f"unknown preset {preset!r} for {game}; available: {', '.join(_PRESETS[game])}"
         )
-    cfg = dict(_PRESETS[game][preset], game=game)
+    return _PRESETS[game][preset]
+
+
+def missing_opponents(game: str, preset: str) -> tuple[tuple[str, str], ...]:
+    """(name, install command) of each opponent `preset` evaluates against where its package is
+    installed and that is not installed here (`turbozero train` says so in one line each)."""
+    from turbozero.games import game_spec
+
+    install = {o.name: o.install for o in game_spec(game).opponents}
+    return tuple((o, install[o]) for o in _preset(game, preset).get(_IF_INSTALLED, ())
+                 if not _installed(game, o))
+
+
+def get_preset(game: str, preset: str, **overrides: Any) -> TrainConfig:
+    """The `TrainConfig` of `preset` for `game`, with keyword overrides. A preset's optional
+    opponents (`eval_opponents_if_installed`) join `eval_opponents` where their package is
+    installed, unless `eval_opponents` is given."""
+    cfg = dict(_preset(game, preset), game=game)
+    optional = cfg.pop(_IF_INSTALLED, ())
+    cfg["eval_opponents"] = tuple(cfg.get("eval_opponents", ())) + tuple(
+        o for o in optional if _installed(game, o))
     unknown = set(overrides) - {f.name for f in dataclasses.fields(TrainConfig)}
     if unknown:
         raise ValueError(f"unknown config fields: {sorted(unknown)}")

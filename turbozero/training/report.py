@@ -68,10 +68,16 @@ LOSS_PARTS_ORDER = ("loss",) + tuple(LOSS_PARTS)
 
 def explain_losses(search: Any = None) -> str:
     """One line: what `loss` adds up (the weighted parts of a MuZero-style config that has
-    `<part>_weight` fields, else policy + value) and what each part is."""
+    `<part>_weight` fields; the value loss alone for afterstate TD, whose config has
+    `td_lambda`; else policy + value) and what each part is."""
+    if getattr(search, "td_lambda", None) is not None:  # afterstate TD: the value head alone
+        return ("loss = value_loss (TD trains no policy head: policy_loss is 0); value_loss = "
+                "the value head's error against the lambda-returns of the afterstates its own "
+                "play chose (the value format's outcome loss, e.g. 4-way cross-entropy); its "
+                "targets move with the network and the play, so it can rise while play improves")
     parts = [k for k in ("policy_loss", "value_loss", "reward_loss", "consistency_loss")]
     weights = {k: getattr(search, k.replace("_loss", "_weight"), None) for k in parts}
-    if weights["reward_loss"] is None:  # AlphaZero, TD: the plain sum
+    if weights["reward_loss"] is None:  # AlphaZero: the plain sum
         parts = parts[:2]
         total = "loss = policy_loss + value_loss"
     else:
