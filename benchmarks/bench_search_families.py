@@ -23,22 +23,23 @@ from turbozero.search import (
     AfterstatePlayerConfig, MCGSConfig, MctxConfig, NetworkEvaluator, OnePlyConfig, PUCTRoot,
     TreeSearchConfig, available_families, random_actions, search)
 
-SMALL = {"num_filters": 8, "num_blocks": 1}
+SMALL = {"resnet": {"num_filters": 8, "num_blocks": 1}, "mlp": {"hidden_sizes": (64, 64)}}
 
 
 def _positions(env, batch: int, plies: int):
     """`batch` decision states after a few random plies (chance events rolled)."""
     states = jax.vmap(env.init)(jax.random.split(jax.random.PRNGKey(0), batch))
     step = jax.jit(jax.vmap(env.step))
-    for i in range(plies):
-        states = step(states, random_actions(states, jax.random.PRNGKey(i)))
+    for i in range(plies):  # chance events rolled with the keys (ignored by other games)
+        keys = jax.random.split(jax.random.PRNGKey(100 + i), batch)
+        states = step(states, random_actions(states, jax.random.PRNGKey(i)), keys)
     return states
 
 
 def _setup(game: str, batch: int, plies: int = 6):
     env = envs.make(game)
     spec = game_spec(game)
-    net = build_network(spec, env, dict(SMALL))
+    net = build_network(spec, env, dict(SMALL.get(spec.trunk, {})))
     states = _positions(env, batch, plies)
     variables = net.init(jax.random.PRNGKey(1), states.observation[:1])
     return env, NetworkEvaluator(net.apply, spec.value_format), variables, states
