@@ -15,8 +15,8 @@ from turbozero.search.mcgs import MCGSConfig
 from turbozero.search.mctx_policies import MctxConfig
 from turbozero.training import loop
 from turbozero.training.algorithms import (
-    AlphaZero,
-    GraphSearch,
+    AlphaZeroAlgorithm,
+    GraphSearchAlgorithm,
     algorithm_class,
     build_algorithm,
     evaluation_search,
@@ -28,9 +28,9 @@ def _apply(variables, obs, train=False):
 
 
 def test_the_search_config_type_picks_the_algorithm():
-    assert algorithm_class(MctxConfig()) is AlphaZero
-    assert algorithm_class(TreeSearchConfig()) is AlphaZero
-    assert algorithm_class(MCGSConfig()) is GraphSearch
+    assert algorithm_class(MctxConfig()) is AlphaZeroAlgorithm
+    assert algorithm_class(TreeSearchConfig()) is AlphaZeroAlgorithm
+    assert algorithm_class(MCGSConfig()) is GraphSearchAlgorithm
     with pytest.raises(ValueError, match="no algorithm trains with a dict search"):
         algorithm_class({"num_simulations": 8})
 
@@ -94,7 +94,7 @@ def test_self_play_stores_the_root_wdl_and_soft_value_of_each_search(risk_taker)
 
     env = envs.make("pgx/tic_tac_toe")
     config = TreeSearchConfig(num_simulations=12, root=PUCTRoot())
-    algo = AlphaZero(env, _ttt_wdl_apply, WDLValue(), config)
+    algo = AlphaZeroAlgorithm(env, _ttt_wdl_apply, WDLValue(), config)
     risk = None if risk_taker is None else SelfPlayRisk(RiskSchedule(risk_taker),
                                                         opponent_range=(0.0, 0.0))
     n, steps = 8, 12
@@ -113,7 +113,7 @@ def test_self_play_stores_the_root_wdl_and_soft_value_of_each_search(risk_taker)
         assert np.all(soft == 0.0)
     else:  # the taker's positions have a soft value; the other seat's beta is 0
         assert np.all(np.isfinite(soft)) and np.mean(soft != 0.0) > 0.3
-    scalar = AlphaZero(env, _ttt_wdl_apply, SeatValues(2), config)
+    scalar = AlphaZeroAlgorithm(env, _ttt_wdl_apply, SeatValues(2), config)
     assert scalar.init_replay(n, steps, col.env_state).search_record is None
 
 

@@ -50,13 +50,13 @@ def _queen_up_games(board, n: int = 4):
     """(start states [n], a collector on them, an AlphaZero to make their replay)."""
     from turbozero.networks import ScalarValue
     from turbozero.search import TreeSearchConfig
-    from turbozero.training.algorithms import AlphaZero
+    from turbozero.training.algorithms import AlphaZeroAlgorithm
 
     start = _stack([board.from_fen(QUEEN_UP)] * n)
     col = collector_lib.CollectorState(
         env_state=start, episode_id=jnp.arange(n, dtype=jnp.int32),
         return_so_far=jnp.zeros((n, 2), jnp.float32))
-    return start, col, AlphaZero(board, None, ScalarValue(), TreeSearchConfig(num_simulations=2))
+    return start, col, AlphaZeroAlgorithm(board, None, ScalarValue(), TreeSearchConfig(num_simulations=2))
 
 
 def _uniform(variables, states, key):

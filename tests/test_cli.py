@@ -43,7 +43,9 @@ def test_set_parses_each_field_type():
         'network={"extra": 1}',
     ])
     assert new["num_envs"] == 8 and new["optimizer"].learning_rate == 3e-3
-    assert new["search"] == MctxConfig(num_simulations=16, algorithm="gumbel", max_depth=None)
+    # search.x is algorithm.search.x (the key of earlier versions, kept)
+    assert new["algorithm"].search == MctxConfig(num_simulations=16, algorithm="gumbel",
+                                                 max_depth=None)
     # a single name is a one-element tuple, not the letters of the name
     assert new["eval_opponents"] == ("greedy",)
     # dicts merge into the preset's instead of replacing it
@@ -60,10 +62,12 @@ def test_set_parses_each_field_type():
         "hidden_sizes": (8,)}
     # a JSON object merges into a nested config too; later keys build on earlier ones
     new = parse_overrides(base, ['search={"num_simulations": 4}', "search.temperature=0.5"])
-    assert new["search"] == MctxConfig(num_simulations=4, temperature=0.5)
+    assert new["algorithm"].search == MctxConfig(num_simulations=4, temperature=0.5)
     pyrat = get_preset("pyrat", "tiny")
-    assert parse_overrides(pyrat, ["search.capacity=40"])["search"] == dataclasses.replace(
-        pyrat.search, capacity=40)
+    assert parse_overrides(pyrat, ["search.capacity=40"])["algorithm"].search == (
+        dataclasses.replace(pyrat.search, capacity=40))
+    assert parse_overrides(pyrat, ["algorithm.search.capacity=40"]) == parse_overrides(
+        pyrat, ["search.capacity=40"])
     assert isinstance(pyrat.search, MCGSConfig)
 
 
@@ -197,13 +201,14 @@ def test_set_takes_a_config_of_another_class_tagged_as_stored():
     from a JSON object tagged the way run configs store it; its other keys are checked fields."""
     base = get_preset(GAME, "tiny")
     one_ply = '{"__dataclass__": "turbozero.search.one_ply:OnePlyConfig"}'
-    assert parse_overrides(base, [f"eval_search={one_ply}"]) == {"eval_search": OnePlyConfig()}
+    assert parse_overrides(base, [f"eval_search={one_ply}"]) == {
+        "algorithm": dataclasses.replace(base.algorithm, eval_search=OnePlyConfig())}
     chess = get_preset("chess", "small")
     assert isinstance(chess.eval_search, OnePlyConfig)
     tree = ('{"__dataclass__": "turbozero.search.kernel:TreeSearchConfig", '
             '"num_simulations": 4, "root": {"dirichlet_fraction": 0.0}}')
     new = parse_overrides(chess, [f"eval_search={tree}", "eval_search.temperature=0"])
-    assert new["eval_search"] == TreeSearchConfig(
+    assert new["algorithm"].eval_search == TreeSearchConfig(
         num_simulations=4, root=PUCTRoot(dirichlet_fraction=0.0), temperature=0.0)
     score = '{"__dataclass__": "turbozero.chess_adjudication:MaterialScore", "scale": 5}'
     assert parse_overrides(chess, [f"truncated_games={score}"])["truncated_games"] == (
@@ -235,14 +240,16 @@ def test_config_json_round_trip(game, preset):
 
 def test_config_json_is_generic_and_guarded():
     data = config_to_json(get_preset("backgammon", "az-tiny"))
-    assert data["search"]["__dataclass__"] == "turbozero.search.mctx_policies:MctxConfig"
+    search = data["algorithm"]["search"]
+    assert data["algorithm"]["__dataclass__"] == "turbozero.training.algorithm_configs:AlphaZero"
+    assert search["__dataclass__"] == "turbozero.search.mctx_policies:MctxConfig"
     # a field a later version added is missing from an older file: its default is used
-    del data["search"]["pb_c_base"]
+    del search["pb_c_base"]
     assert config_from_json(data).search.pb_c_base == MctxConfig().pb_c_base
-    data["search"]["warp_factor"] = 9
+    search["warp_factor"] = 9
     with pytest.raises(ValueError, match="MctxConfig has no field 'warp_factor'"):
         config_from_json(data)
-    data["search"] = {"__dataclass__": "subprocess:Popen"}
+    data["algorithm"]["search"] = {"__dataclass__": "subprocess:Popen"}
     with pytest.raises(ValueError, match="not one of turbozero's"):
         config_from_json(data)
 

@@ -287,7 +287,7 @@ def test_self_play_records_root_wdl_and_soft_value_into_the_replay(game, wdl_net
     from turbozero.networks.value_formats import WDLValue
     from turbozero.search.kernel import TreeSearchConfig
     from turbozero.search.api import NetworkEvaluator
-    from turbozero.training.algorithms import AlphaZero
+    from turbozero.training.algorithms import AlphaZeroAlgorithm
     from turbozero.training.cpu_alphazero import write_games
 
     env = game[0]
@@ -312,7 +312,7 @@ def test_self_play_records_root_wdl_and_soft_value_into_the_replay(game, wdl_net
     assert np.all(out.soft_value <= 1.0 + np.log(9) / 0.5 + 1e-4)
     np.testing.assert_array_equal(out.soft_value[~risky], 0.0)
 
-    algo = AlphaZero(env, wdl_net, WDLValue(), TreeSearchConfig(num_simulations=2))
+    algo = AlphaZeroAlgorithm(env, wdl_net, WDLValue(), TreeSearchConfig(num_simulations=2))
     states = jax.vmap(env.init)(jax.random.split(key, 4))
     buffer = algo.init_replay(4, 16, states)
     assert set(buffer.search_record) == {"root_wdl", "soft_value"}

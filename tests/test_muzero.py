@@ -291,7 +291,7 @@ def test_trainer_runs_muzero_on_three_player_gomoku(tmp_path):
     actions and search values, the unroll loss trains, evaluation plays every seat, and the
     run directory stores the MuZero config and model (resumable)."""
     trainer = _tiny_trainer(str(tmp_path / "run"), checkpoint_every=2)
-    assert type(trainer.algorithm).__name__ == "MuZero"
+    assert type(trainer.algorithm).__name__ == "MuZeroAlgorithm"
     records = []
     trainer.run(progress=False, callback=records.append)
     assert [r["iteration"] for r in records] == [1, 2]

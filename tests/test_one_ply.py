@@ -25,7 +25,7 @@ from turbozero.search import (
     search,
 )
 from turbozero.training import Trainer
-from turbozero.training.algorithms import AlphaZero, algorithm_class, evaluation_search
+from turbozero.training.algorithms import AlphaZeroAlgorithm, algorithm_class, evaluation_search
 from turbozero.training.run_config import config_from_json, config_to_json
 
 TTT = envs.make("pgx/tic_tac_toe")
@@ -102,7 +102,7 @@ def test_search_runs_one_ply_for_its_config_and_refuses_what_it_lacks():
 
 
 def test_one_ply_is_an_alphazero_evaluation_and_survives_the_run_config():
-    assert algorithm_class(OnePlyConfig()) is AlphaZero
+    assert algorithm_class(OnePlyConfig()) is AlphaZeroAlgorithm
     assert evaluation_search(OnePlyConfig()) == OnePlyConfig()
     config = get_preset("pgx/tic_tac_toe", "tiny", eval_search=OnePlyConfig())
     assert config_from_json(json.loads(json.dumps(config_to_json(config)))) == config

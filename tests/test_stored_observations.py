@@ -11,7 +11,7 @@ from turbozero.search import TreeSearchConfig
 from turbozero.training import TrainConfig, Trainer
 from turbozero.training import collector as collector_lib
 from turbozero.training import replay
-from turbozero.training.algorithms import AlphaZero
+from turbozero.training.algorithms import AlphaZeroAlgorithm
 from turbozero.training.stored_observations import EnvStates, ObservationPlanes
 
 
@@ -24,7 +24,7 @@ def _uniform_search(variables, states, key, risk_beta=None):
 def two_buffers():
     """The same 24 moves of 6 Paco Ŝako games written once as planes and once as states."""
     env = envs.make("pacosako")
-    algo = AlphaZero(env, None, ScalarValue(), TreeSearchConfig(num_simulations=2))
+    algo = AlphaZeroAlgorithm(env, None, ScalarValue(), TreeSearchConfig(num_simulations=2))
     col = collector_lib.init_collector(env, jax.random.PRNGKey(0), 6)
     out = {}
     for form in (ObservationPlanes(), EnvStates()):

@@ -13,7 +13,7 @@ from turbozero.search import MCGSConfig, TreeSearchConfig
 from turbozero.training import TrainConfig
 from turbozero.training import collector as collector_lib
 from turbozero.training import replay
-from turbozero.training.algorithms import AlphaZero, GraphSearch
+from turbozero.training.algorithms import AlphaZeroAlgorithm, GraphSearchAlgorithm
 from turbozero.training.stored_observations import EnvStates
 from turbozero.training.stored_policies import DensePolicy, LegalPolicy
 
@@ -26,7 +26,7 @@ def _uneven_search(variables, states, key, risk_beta=None):
     return w / w.sum(-1, keepdims=True)
 
 
-def _buffers(game: str, num_envs: int, moves: int, algorithm=AlphaZero,
+def _buffers(game: str, num_envs: int, moves: int, algorithm=AlphaZeroAlgorithm,
              search=TreeSearchConfig(num_simulations=2)):
     env = envs.make(game)
     algo = algorithm(env, None, ScalarValue(), search)
@@ -79,7 +79,7 @@ def test_legal_moves_take_a_fraction_of_the_memory(chess_buffers):
 
 def test_simultaneous_targets_round_trip():
     """PyRat's targets are [P, A] per position: each player's row is kept on its own."""
-    _, bufs = _buffers("pyrat", 3, 6, GraphSearch, MCGSConfig(num_simulations=2))
+    _, bufs = _buffers("pyrat", 3, 6, GraphSearchAlgorithm, MCGSConfig(num_simulations=2))
     rows = np.repeat(np.arange(3, dtype=np.int32)[:, None], 6, axis=1)
     cols = np.tile(np.arange(6, dtype=np.int32), (3, 1))
     pa, ma = replay.policy_targets(bufs["DensePolicy"], rows, cols)

@@ -17,6 +17,7 @@ from turbozero.search.roots import GumbelRoot, PUCTRoot
 from turbozero.search.selection import MctxPUCT, SpecPUCT
 from turbozero.chess_adjudication import MaterialScore
 from turbozero.training.acting import TemperatureSchedule
+from turbozero.training.algorithm_configs import TD, AlphaZero, GraphSearch, MuZero
 from turbozero.training.loop import TrainConfig
 from turbozero.training.muzero import MuZeroConfig
 from turbozero.training.stored_observations import EnvStates
@@ -56,9 +57,8 @@ _CHESS_TINY = dict(
     num_iterations=40, eval_every=10, eval_games=32,
     optimizer=Optimizer(learning_rate=3e-3),
     network={"num_filters": 16, "num_blocks": 1, "value_hidden": 32},
-    search=_kernel(8),
+    algorithm=AlphaZero(search=_kernel(8), acting=_CHESS_LIKE),
     max_eval_steps=100, eval_opponents=("random",),
-    temperature_schedule=_CHESS_LIKE,
     replay_policies=LegalPolicy(),
 )
 
@@ -68,7 +68,7 @@ _CHESS_TINY = dict(
 _BACKGAMMON_TD = dict(
     num_envs=64, collect_steps=16, train_steps=16, batch_size=256, replay_capacity=128,
     optimizer=Optimizer(learning_rate=1e-3), network={"hidden_sizes": (128, 128)},
-    search=TDConfig(), max_eval_steps=2000,
+    algorithm=TD(search=TDConfig()), max_eval_steps=2000,
 )
 
 _PYRAT_TINY = dict(
@@ -80,8 +80,8 @@ _PYRAT_TINY = dict(
     # shares): self-play games then collect their cheese instead of wandering
     # the spec's sqrt(N) exploration (floor 0): learned better against greedy on `small` than
     # the prior-following sqrt(max(N, 1)) (docs/learning.md, "PyRat")
-    search=MCGSConfig(num_simulations=32, exploration_floor=0.0),
-    temperature_schedule=TemperatureSchedule(temperature=0.5, moves=None),
+    algorithm=GraphSearch(search=MCGSConfig(num_simulations=32, exploration_floor=0.0),
+                          acting=TemperatureSchedule(temperature=0.5, moves=None)),
     max_eval_steps=60, eval_opponents=("random", "greedy"),
 )
 
@@ -100,29 +100,32 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "az-tiny": dict(
             num_envs=32, collect_steps=32, train_steps=16, batch_size=128, replay_capacity=256,
             num_iterations=24, eval_every=24, eval_games=32, optimizer=Optimizer(learning_rate=3e-3),
-            network={"hidden_sizes": (64, 64)}, search=MctxConfig(num_simulations=8),
-            max_eval_steps=1200, eval_opponents=("random", "greedy"), temperature_schedule=_BACKGAMMON,
+            network={"hidden_sizes": (64, 64)},
+            algorithm=AlphaZero(search=MctxConfig(num_simulations=8), acting=_BACKGAMMON),
+            max_eval_steps=1200, eval_opponents=("random", "greedy"),
         ),
         # sized for the learning curves of docs/learning.md: ~20 min on 2 CPU cores, evaluated
         # against gnubg 0-ply too (needs the backgammon extra)
         "medium": dict(
             num_envs=64, collect_steps=32, train_steps=32, batch_size=256, replay_capacity=256,
             num_iterations=100, eval_every=20, eval_games=64, optimizer=Optimizer(learning_rate=3e-3),
-            network={"hidden_sizes": (128, 128)}, search=MctxConfig(num_simulations=16),
+            network={"hidden_sizes": (128, 128)},
+            algorithm=AlphaZero(search=MctxConfig(num_simulations=16), acting=_BACKGAMMON),
             max_eval_steps=2000, eval_opponents=("random", "greedy", "gnubg"),
-            temperature_schedule=_BACKGAMMON,
         ),
         "small": dict(
             num_envs=256, collect_steps=64, train_steps=64, batch_size=512, replay_capacity=1024,
             num_iterations=500, eval_every=25, eval_games=256, optimizer=Optimizer(learning_rate=1e-3),
-            network={"hidden_sizes": (256, 256, 256)}, search=MctxConfig(num_simulations=64),
-            max_eval_steps=2000, eval_opponents=("random", "greedy"), temperature_schedule=_BACKGAMMON,
+            network={"hidden_sizes": (256, 256, 256)},
+            algorithm=AlphaZero(search=MctxConfig(num_simulations=64), acting=_BACKGAMMON),
+            max_eval_steps=2000, eval_opponents=("random", "greedy"),
         ),
         "large": dict(
             num_envs=1024, collect_steps=64, train_steps=128, batch_size=2048, replay_capacity=2048,
             num_iterations=5000, eval_every=100, eval_games=1024, optimizer=Optimizer(learning_rate=1e-3),
-            network={"hidden_sizes": (512, 512, 512, 512)}, search=MctxConfig(num_simulations=200),
-            max_eval_steps=2000, eval_opponents=("random", "greedy"), temperature_schedule=_BACKGAMMON,
+            network={"hidden_sizes": (512, 512, 512, 512)},
+            algorithm=AlphaZero(search=MctxConfig(num_simulations=200), acting=_BACKGAMMON),
+            max_eval_steps=2000, eval_opponents=("random", "greedy"),
         ),
         # afterstate TD(lambda) trained for longer (_BACKGAMMON_TD above): 2000 iterations
         "td": dict(
@@ -134,7 +137,8 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             num_envs=1024, collect_steps=16, train_steps=64, batch_size=1024,
             replay_capacity=64, num_iterations=5000, eval_every=250, eval_games=512,
             checkpoint_every=250, optimizer=Optimizer(learning_rate=1e-3),
-            network={"hidden_sizes": (256, 256, 256)}, search=TDConfig(), max_eval_steps=2000,
+            network={"hidden_sizes": (256, 256, 256)}, algorithm=TD(search=TDConfig()),
+            max_eval_steps=2000,
             eval_opponents=("random", "gnubg"),
         ),
     },
@@ -142,9 +146,10 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "tiny": dict(
             num_envs=16, collect_steps=9, train_steps=8, batch_size=64, replay_capacity=36,
             num_iterations=20, eval_every=10, eval_games=16, optimizer=Optimizer(learning_rate=3e-3),
-            network={"hidden_sizes": (32, 32)}, search=_kernel(16),
+            network={"hidden_sizes": (32, 32)},
+            algorithm=AlphaZero(search=_kernel(16),
+                                acting=TemperatureSchedule(temperature=1.0, moves=4)),
             max_eval_steps=9, eval_opponents=("random",),
-            temperature_schedule=TemperatureSchedule(temperature=1.0, moves=4),
         ),
         # self-play on the C++ CPU path (docs/cpu_search.md, "Training"): 16 whole games per
         # iteration on 2 worker threads, the kernel's formulas, evaluation on the JAX kernel
@@ -152,12 +157,13 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             num_envs=16, collect_steps=9, train_steps=8, batch_size=64, replay_capacity=36,
             num_iterations=20, eval_every=10, eval_games=16, optimizer=Optimizer(learning_rate=3e-3),
             network={"hidden_sizes": (32, 32)},
-            search=CPUSelfPlayConfig(search=CPUSearchConfig(fpu_base=0.0), num_workers=2,
-                                     num_games=16, num_simulations=16, max_moves=9,
-                                     batch_tiers=(4, 16)),
+            # the C++ games act by the algorithm's acting, as the jitted collector's do
+            algorithm=AlphaZero(
+                search=CPUSelfPlayConfig(search=CPUSearchConfig(fpu_base=0.0), num_workers=2,
+                                         num_games=16, num_simulations=16, max_moves=9,
+                                         batch_tiers=(4, 16)),
+                acting=TemperatureSchedule(temperature=1.0, moves=4)),
             max_eval_steps=9, eval_opponents=("random",),
-            # the C++ games act by the schedule, as the jitted collector's do
-            temperature_schedule=TemperatureSchedule(temperature=1.0, moves=4),
         ),
     },
     "chess": {
@@ -176,9 +182,11 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             network={"num_filters": 32, "num_blocks": 2, "value_hidden": 64},
             num_envs=128, collect_steps=20, train_steps=32, replay_capacity=128,
             num_iterations=100, self_play_max_moves=40, truncated_games=MaterialScore(3.0),
-            search=TreeSearchConfig(num_simulations=16, selection=SpecPUCT(fpu_base=0.0),
-                                    root=GumbelRoot(max_considered=8), discount=0.95),
-            eval_search=OnePlyConfig(), eval_opponents=("random", "material"),
+            algorithm=AlphaZero(
+                search=TreeSearchConfig(num_simulations=16, selection=SpecPUCT(fpu_base=0.0),
+                                        root=GumbelRoot(max_considered=8), discount=0.95),
+                acting=_CHESS_LIKE, eval_search=OnePlyConfig()),
+            eval_opponents=("random", "material"),
         ),
         # the tiny set-up with self-play on the C++ CPU path (docs/cpu_search.md, "Training")
         "cpu": dict(
@@ -187,9 +195,11 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             num_iterations=40, eval_every=10, eval_games=32,
             optimizer=Optimizer(learning_rate=3e-3),
             network={"num_filters": 16, "num_blocks": 1, "value_hidden": 32},
-            search=CPUSelfPlayConfig(search=CPUSearchConfig(fpu_base=0.0), num_workers=2,
-                                     num_games=32, num_simulations=8, max_moves=100,
-                                     temperature_moves=30, batch_tiers=(8, 32)),
+            algorithm=AlphaZero(
+                search=CPUSelfPlayConfig(search=CPUSearchConfig(fpu_base=0.0), num_workers=2,
+                                         num_games=32, num_simulations=8, max_moves=100,
+                                         temperature_moves=30, batch_tiers=(8, 32)),
+                acting=_CHESS_LIKE),
             max_eval_steps=100, eval_opponents=("random",),
             replay_policies=LegalPolicy(),
         ),
@@ -203,9 +213,8 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             donate_loop_state=True,
             num_iterations=10000, eval_every=100, eval_games=256, optimizer=Optimizer(learning_rate=1e-3),
             network={"num_filters": 192, "num_blocks": 15, "value_hidden": 256},
-            search=_SPEC_CHESS_SEARCH,
+            algorithm=AlphaZero(search=_SPEC_CHESS_SEARCH, acting=_CHESS_LIKE),
             max_eval_steps=512, eval_opponents=("random", "greedy"),
-            temperature_schedule=_CHESS_LIKE,
         ),
     },
     "pyrat": {
@@ -214,14 +223,16 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         # because the margin against greedy kept rising past 100 (-0.9 at 100, -0.02 at 250;
         # at 512 evaluation playouts 9 wins / 117 draws / 2 losses of 128, docs/learning.md)
         "small": dict(_PYRAT_TINY, num_iterations=250, eval_every=25, eval_games=64,
-                      eval_search=MCGSConfig(num_simulations=128, temperature=0.0,
-                                             exploration_floor=0.0)),
+                      algorithm=dataclasses.replace(
+                          _PYRAT_TINY["algorithm"],
+                          eval_search=MCGSConfig(num_simulations=128, temperature=0.0,
+                                                 exploration_floor=0.0))),
         "large": dict(
             num_envs=512, collect_steps=100, train_steps=128, batch_size=1024, replay_capacity=600,
             num_iterations=2000, eval_every=50, eval_games=256, optimizer=Optimizer(learning_rate=1e-3),
             network={"num_filters": 64, "num_layers": 6, "hidden": 256},
-            search=MCGSConfig(num_simulations=256),
-            temperature_schedule=TemperatureSchedule(temperature=0.5, moves=None),
+            algorithm=GraphSearch(search=MCGSConfig(num_simulations=256),
+                                  acting=TemperatureSchedule(temperature=0.5, moves=None)),
             max_eval_steps=300, eval_opponents=("random", "greedy"),
         ),
     },
@@ -235,12 +246,13 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             optimizer=Optimizer(learning_rate=3e-3),
             network={"channels": 16, "representation_blocks": 1, "dynamics_blocks": 1,
                      "prediction_blocks": 1, "projection_dim": 32},
-            search=MuZeroConfig(
-                search=TreeSearchConfig(num_simulations=16, root=GumbelRoot(max_considered=8),
-                                        selection=MctxPUCT()),
-                unroll_steps=3, td_steps=10),
+            algorithm=MuZero(
+                search=MuZeroConfig(
+                    search=TreeSearchConfig(num_simulations=16, root=GumbelRoot(max_considered=8),
+                                            selection=MctxPUCT()),
+                    unroll_steps=3, td_steps=10),
+                acting=TemperatureSchedule(temperature=1.0, moves=10)),
             max_eval_steps=81, eval_opponents=("random", "greedy"),
-            temperature_schedule=TemperatureSchedule(temperature=1.0, moves=10),
         ),
         # for a GPU: the spec's 15x15 / 5 in a row, and 100x100 / 8 in a row through a 21x21 view
         "small": dict(
@@ -250,12 +262,13 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             optimizer=Optimizer(learning_rate=1e-3),
             network={"channels": 64, "representation_blocks": 4, "dynamics_blocks": 2,
                      "prediction_blocks": 1, "projection_dim": 128},
-            search=MuZeroConfig(
-                search=TreeSearchConfig(num_simulations=32, root=GumbelRoot(max_considered=16),
-                                        selection=MctxPUCT(), discount=0.997),
-                unroll_steps=5, td_steps=10),
+            algorithm=MuZero(
+                search=MuZeroConfig(
+                    search=TreeSearchConfig(num_simulations=32, root=GumbelRoot(max_considered=16),
+                                            selection=MctxPUCT(), discount=0.997),
+                    unroll_steps=5, td_steps=10),
+                acting=TemperatureSchedule(temperature=1.0, moves=15)),
             max_eval_steps=225, eval_opponents=("random", "greedy"),
-            temperature_schedule=TemperatureSchedule(temperature=1.0, moves=15),
         ),
         "large": dict(
             env_config=(("size", 100), ("win_length", 8), ("num_players", 3), ("view", 21),
@@ -265,12 +278,13 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             optimizer=Optimizer(learning_rate=1e-3),
             network={"channels": 128, "representation_blocks": 6, "dynamics_blocks": 4,
                      "prediction_blocks": 2, "projection_dim": 256},
-            search=MuZeroConfig(
-                search=TreeSearchConfig(num_simulations=64, root=GumbelRoot(max_considered=16),
-                                        selection=MctxPUCT(), discount=0.997),
-                unroll_steps=5, td_steps=10),
+            algorithm=MuZero(
+                search=MuZeroConfig(
+                    search=TreeSearchConfig(num_simulations=64, root=GumbelRoot(max_considered=16),
+                                            selection=MctxPUCT(), discount=0.997),
+                    unroll_steps=5, td_steps=10),
+                acting=TemperatureSchedule(temperature=1.0, moves=30)),
             max_eval_steps=600, eval_opponents=("random", "greedy"),
-            temperature_schedule=TemperatureSchedule(temperature=1.0, moves=30),
         ),
     },
     "pacosako": {
@@ -284,9 +298,8 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             # the tree kernel: once its temperature-0 action broke ties at random (as mctx),
             # it plays as mctx does here, 39 W / 14 L against mctx's 37 / 16 over 64 games
             # with the untrained network (docs/benchmarks.md, "Paco Ŝako on the kernel")
-            search=_kernel(8),
+            algorithm=AlphaZero(search=_kernel(8), acting=_CHESS_LIKE),
             max_eval_steps=300, eval_opponents=("random",),
-            temperature_schedule=_CHESS_LIKE,
         ),
         # 4x tiny's games per iteration, 60 iterations, and a Gumbel root in self-play: its
         # policy target (softmax of prior logits + sigma(completed Q)) moves the prior only as
@@ -298,10 +311,11 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             num_envs=64, collect_steps=32, train_steps=32, batch_size=256, replay_capacity=256,
             num_iterations=60, eval_every=10, eval_games=64, optimizer=Optimizer(learning_rate=1e-3),
             network={"num_filters": 16, "num_blocks": 1, "value_hidden": 32},
-            search=TreeSearchConfig(num_simulations=8, selection=SpecPUCT(fpu_base=0.0),
-                                    root=GumbelRoot(max_considered=8)),
+            algorithm=AlphaZero(
+                search=TreeSearchConfig(num_simulations=8, selection=SpecPUCT(fpu_base=0.0),
+                                        root=GumbelRoot(max_considered=8)),
+                acting=_CHESS_LIKE),
             max_eval_steps=300, eval_opponents=("random",),
-            temperature_schedule=_CHESS_LIKE,
         ),
     },
 }
@@ -376,7 +390,8 @@ def get_preset(game: str, preset: str, **overrides: Any) -> TrainConfig:
     optional = cfg.pop(_IF_INSTALLED, ())
     cfg["eval_opponents"] = tuple(cfg.get("eval_opponents", ())) + tuple(
         o for o in optional if _installed(game, o))
-    unknown = set(overrides) - {f.name for f in dataclasses.fields(TrainConfig)}
+    unknown = set(overrides) - {f.name for f in dataclasses.fields(TrainConfig)} - set(
+        TrainConfig.legacy_fields)
     if unknown:
         raise ValueError(f"unknown config fields: {sorted(unknown)}")
     cfg.update(overrides)

@@ -4,10 +4,10 @@ The Trainer is written against `Algorithm` only; it never asks which game it tra
 the game is simultaneous. An algorithm is chosen by the type of the self-play search config
 (`TrainConfig.search`), through `ALGORITHMS`:
 
-* `AlphaZero`: a tree search over the true dynamics (`turbozero.search.search`: the library's
+* `AlphaZeroAlgorithm`: a tree search over the true dynamics (`turbozero.search.search`: the library's
   kernel for a `TreeSearchConfig`, mctx for a `MctxConfig`) for turn-based games; policy target = visit distribution, value
   target = the game's return, loss = policy cross-entropy + the value format's loss.
-* `GraphSearch`: MCGS (`turbozero.search.mcgs`) for simultaneous-move games; one policy target
+* `GraphSearchAlgorithm`: MCGS (`turbozero.search.mcgs`) for simultaneous-move games; one policy target
   per player and one value per seat.
 * A learned-model algorithm (MuZero, issue 20) is a third implementation: it brings its own
   replay (trajectory windows instead of positions: `init_replay` / `record`), its own loss
@@ -199,7 +199,7 @@ class Algorithm(abc.ABC):
         return None
 
 
-class AlphaZero(Algorithm):
+class AlphaZeroAlgorithm(Algorithm):
     """Tree search over the true dynamics of a turn-based game (mctx or the library's kernel,
     whichever `turbozero.search.search` runs for the config)."""
 
@@ -263,7 +263,7 @@ class AlphaZero(Algorithm):
                           value_format=self.value_format)
 
 
-class GraphSearch(Algorithm):
+class GraphSearchAlgorithm(Algorithm):
     """Monte-Carlo graph search (decoupled PUCT per player) for simultaneous-move games."""
 
     def __init__(self, env, apply_fn, value_format, search_config, eval_search_config=None):
@@ -292,9 +292,10 @@ class GraphSearch(Algorithm):
 # OnePlyConfig is AlphaZero's too: an evaluation may look one move deep (its value head alone)
 # while self-play searches a tree
 # so is AfterstatePlayerConfig (complete moves by the value head, with expectimax look-ahead)
-ALGORITHMS: dict[type, type] = {MctxConfig: AlphaZero, TreeSearchConfig: AlphaZero,
-                                OnePlyConfig: AlphaZero, AfterstatePlayerConfig: AlphaZero,
-                                MCGSConfig: GraphSearch}
+ALGORITHMS: dict[type, type] = {
+    MctxConfig: AlphaZeroAlgorithm, TreeSearchConfig: AlphaZeroAlgorithm,
+    OnePlyConfig: AlphaZeroAlgorithm, AfterstatePlayerConfig: AlphaZeroAlgorithm,
+    MCGSConfig: GraphSearchAlgorithm}
 
 
 def register_algorithm(config_type: type, algorithm: type) -> None:

@@ -11,8 +11,8 @@ import dataclasses
 from typing import Any, Optional
 
 from turbozero.games import game_spec
-from turbozero.search.mctx_policies import MctxConfig
-from turbozero.training.acting import TemperatureSchedule
+from turbozero.training.algorithm_configs import (AlphaZero, algorithm_error, algorithm_with,
+                                                  is_algorithm_config)
 from turbozero.training.risk import SelfPlayRisk
 from turbozero.training.stored_observations import ObservationPlanes, check_form
 from turbozero.training.stored_policies import DensePolicy, check_policy_form
@@ -57,8 +57,6 @@ class TrainConfig:
     # the optax chain: clipping, masked weight decay, update rule, learning-rate schedule
     # (trainer.Optimizer; any object with build(total_steps) and check(params))
     optimizer: Any = Optimizer()
-    # self-play acting: tau for the first T moves of each game, then argmax
-    temperature_schedule: TemperatureSchedule = TemperatureSchedule()
     num_iterations: int = 10
     eval_every: int = 5  # 0 disables evaluation
     eval_games: int = 16
@@ -66,11 +64,11 @@ class TrainConfig:
     max_eval_steps: int = 500
     checkpoint_every: int = 5  # 0 disables checkpoints
     network: Any = dataclasses.field(default_factory=dict)
-    # the self-play search; its type picks the algorithm (training/algorithms.py, ALGORITHMS;
-    # docs/training.md, "Algorithms")
-    search: Any = MctxConfig()
-    # None: the self-play search without root noise, at temperature 0 (derived when built)
-    eval_search: Any = None
+    # what the run trains with: AlphaZero(search, acting, eval_search), GraphSearch(...),
+    # MuZero(...) or TD(...) (training/algorithm_configs.py; docs/training.md, "Algorithms").
+    # The keywords search=, eval_search= and temperature_schedule= of earlier versions are
+    # still taken and converted into it (`algorithm_with`), and read back as properties
+    algorithm: Any = AlphaZero()
     # per-game entropic-risk betas of the seats in self-play (training/risk.py; the tree
     # kernel's SpecPUCT); None: the search config's own beta for every seat
     risk: Optional[SelfPlayRisk] = None
@@ -97,9 +95,9 @@ class TrainConfig:
         if not isinstance(self.donate_loop_state, bool):
             raise ValueError(f"donate_loop_state must be True or False, got "
                              f"{self.donate_loop_state!r}")
-        if not isinstance(self.temperature_schedule, TemperatureSchedule):
-            raise ValueError("temperature_schedule must be a TemperatureSchedule, got "
-                             f"{type(self.temperature_schedule).__name__}")
+        if not is_algorithm_config(self.algorithm):
+            raise ValueError(algorithm_error(self.algorithm))
+        self.algorithm.check()
         if self.risk is not None and not isinstance(self.risk, SelfPlayRisk):
             raise ValueError(f"risk must be a SelfPlayRisk or None, got {self.risk!r}")
         check_form(self.replay_observations)
@@ -112,3 +110,40 @@ class TrainConfig:
             if opp not in known:
                 raise ValueError(f"unknown evaluation opponent {opp!r} for {self.game}; "
                                  f"choose from {sorted(set(known))}")
+
+    # ------------------------------------------------ the keywords of earlier versions
+    # read-only views into `algorithm` (a run's config, scripts and benchmarks read them)
+    @property
+    def search(self) -> Any:
+        """The self-play search: `algorithm.search`."""
+        return self.algorithm.search
+
+    @property
+    def eval_search(self) -> Any:
+        """The evaluation player as set (None: derived): `algorithm.eval_search`."""
+        return self.algorithm.eval_search
+
+    @property
+    def temperature_schedule(self) -> Any:
+        """Self-play acting: `algorithm.acting` (None for TD, which acts by its search)."""
+        return self.algorithm.acting
+
+
+# the keywords TrainConfig took before `algorithm` (run directories store them)
+LEGACY_KEYWORDS = ("search", "eval_search", "temperature_schedule")
+_dataclass_init = TrainConfig.__init__
+
+
+def _init(self, *args: Any, **kwargs: Any) -> None:
+    # search=, eval_search=, temperature_schedule= update the algorithm given with them (or
+    # the default one): so does dataclasses.replace(config, search=...), which passes the
+    # current algorithm along
+    legacy = {k: kwargs.pop(k) for k in LEGACY_KEYWORDS if k in kwargs}
+    if legacy:
+        kwargs["algorithm"] = algorithm_with(kwargs.get("algorithm"), **legacy)
+    _dataclass_init(self, *args, **kwargs)
+
+
+_init.__doc__ = _dataclass_init.__doc__
+TrainConfig.__init__ = _init  # type: ignore[method-assign]
+TrainConfig.legacy_fields = LEGACY_KEYWORDS  # type: ignore[attr-defined]  # run_config reads it

@@ -24,7 +24,7 @@ from turbozero.search.cpu.selfplay import CPUSelfPlayConfig, cpu_self_play, make
 from turbozero.search.kernel import TreeSearchConfig
 from turbozero.search.roots import PUCTRoot
 from turbozero.search.selection import SpecPUCT
-from turbozero.training.algorithms import AlphaZero, register_algorithm
+from turbozero.training.algorithms import AlphaZeroAlgorithm, register_algorithm
 from turbozero.training.collector import CollectStats
 
 
@@ -39,7 +39,7 @@ def kernel_config(config: CPUSelfPlayConfig) -> TreeSearchConfig:
         temperature=config.temperature)
 
 
-class CPUAlphaZero(AlphaZero):
+class CPUAlphaZero(AlphaZeroAlgorithm):
     """AlphaZero with self-play on the C++ CPU path (whole games per iteration, outside jit)."""
 
     def __init__(self, env, apply_fn, value_format, search_config, eval_search_config=None):

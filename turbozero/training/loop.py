@@ -26,7 +26,7 @@ from turbozero.games import Opponent, game_spec
 from turbozero.search.mctx_policies import random_actions
 from turbozero.training import collector as collector_lib
 from turbozero.training import distributed, replay, report
-from turbozero.training.algorithms import Algorithm, algorithm_class, build_algorithm
+from turbozero.training.algorithms import Algorithm
 from turbozero.training.checkpoints import RunDirectory
 from turbozero.training.evaluation import (match_progress, match_result, match_start,
                                            match_steps, match_summary, play_match_chunked)
@@ -90,14 +90,13 @@ class Trainer:
         self.spec = game_spec(config.game)
         check_env_config(config.game, config.env_config)  # a key the env lacks: ValueError
         self.env = envs.make(config.game, **dict(config.env_config))
-        # the search config's type picks the algorithm (and the network it trains); it checks
-        # the env can be searched so
-        self.network = algorithm_class(config.search).build_network(
-            self.spec, self.env, dict(config.network))
-        self.algorithm: Algorithm = build_algorithm(
-            self.env, self.network.apply, self.spec.value_format, config.search, config.eval_search)
+        # the run's algorithm (TrainConfig.algorithm) builds the network it trains and its
+        # runtime part; it checks the env can be searched so
+        self.network = config.algorithm.build_network(self.spec, self.env, dict(config.network))
+        self.algorithm: Algorithm = config.algorithm.build(
+            self.env, self.network.apply, self.spec.value_format)
         self.algorithm.check_risk(config.risk)
-        self.algorithm.use_temperature_schedule(config.temperature_schedule)
+        self.algorithm.use_temperature_schedule(config.algorithm.acting)
         self.algorithm.check_truncated_games(config.truncated_games, config.self_play_max_moves)
         self.mesh = make_mesh() if mesh is None else mesh
         n_dev = self.mesh.devices.size
@@ -202,7 +201,7 @@ class Trainer:
             play = getattr(self.algorithm, "collect_games", collector_lib.collect)
             col, buf, stats = play(
                 env, self.algorithm.self_play, self.variables(state.train_state),
-                state.collector, state.buffer, k, cfg.collect_steps, cfg.temperature_schedule,
+                state.collector, state.buffer, k, cfg.collect_steps, cfg.algorithm.acting,
                 cfg.risk, state.iteration, cfg.truncated_games, cfg.self_play_max_moves,
             )
             return state.replace(collector=col, buffer=buf, key=key), stats

@@ -183,7 +183,7 @@ def muzero_loss(params, train_state, batch: MuZeroBatch, l2_reg_lambda: float = 
     return loss, (metrics, {})
 
 
-class MuZero(Algorithm):
+class MuZeroAlgorithm(Algorithm):
     """MuZero (Gumbel root) on a learned model with one value per player."""
 
     network_name = "muzero"
@@ -247,7 +247,7 @@ class MuZero(Algorithm):
                            config=self.search_config)
 
 
-register_algorithm(MuZeroConfig, MuZero)
+register_algorithm(MuZeroConfig, MuZeroAlgorithm)
 
-__all__ = ["MuZeroConfig", "MuZeroBatch", "MuZero", "make_batch", "value_targets",
+__all__ = ["MuZeroConfig", "MuZeroBatch", "MuZeroAlgorithm", "make_batch", "value_targets",
            "step_rewards", "muzero_loss"]

@@ -82,7 +82,9 @@ def from_json(data: Any, where: str = "config") -> Any:
         return tuple(from_json(v, f"{where}[{i}]") for i, v in enumerate(data))
     if isinstance(data, dict) and DATACLASS_TAG in data:
         cls = _import_class(data[DATACLASS_TAG])
-        names = {f.name for f in dataclasses.fields(cls) if f.init}
+        # a class may still take keywords it stored as fields before (TrainConfig's search)
+        names = {f.name for f in dataclasses.fields(cls) if f.init} | set(
+            getattr(cls, "legacy_fields", ()))
         kwargs = {k: v for k, v in data.items() if k != DATACLASS_TAG}
         unknown = sorted(set(kwargs) - names)
         if unknown:
@@ -347,6 +349,14 @@ def _set_path(current: Any, hint: Any, path: list[str], text: str, key: str) -> 
         return _from_text(text, hint, current, key)
     name, rest = path[0], path[1:]
     if dataclasses.is_dataclass(current) and not isinstance(current, type):
+        derived = getattr(current, "derived_field", None)
+        if rest and callable(derived) and getattr(current, name, _MISSING) is None \
+                and derived(name) is not None:
+            # a field left None stands for a derived value (the algorithm's eval_search: its
+            # search without noise at temperature 0): `eval_search.num_simulations=1` edits it
+            value = derived(name)
+            return _replace_field(current, name,
+                                  lambda old, h: _set_path(value, h, rest, text, key), key)
         if name == SIMULATIONS and name not in {f.name for f in dataclasses.fields(current)}:
             nested = _simulations_path(current)
             if nested:  # MuZeroConfig.search.num_simulations, reached as search.num_simulations
@@ -482,6 +492,11 @@ def _set_env_config(game: str, current: Any, path: list[str], text: str, key: st
     return tuple(merged.items())
 
 
+# `--set` keys of TrainConfig fields that moved into `TrainConfig.algorithm`
+LEGACY_KEYS = {"search": ("search",), "eval_search": ("eval_search",),
+               "temperature_schedule": ("acting",)}
+
+
 def parse_overrides(config: Any, pairs: Sequence[str]) -> dict[str, Any]:
     """`KEY=VALUE` strings into new values of `config`'s top-level fields, each checked against
     the field's type; later pairs build on earlier ones (`search.a=1 search.b=2` sets both)."""
@@ -494,6 +509,10 @@ def parse_overrides(config: Any, pairs: Sequence[str]) -> dict[str, Any]:
         if not sep or not key:
             raise ValueError(f"--set expects KEY=VALUE, got {pair!r}")
         top, *path = key.split(".")
+        legacy_search = top == "search" and top not in names
+        if top in LEGACY_KEYS and top not in names:
+            # the keys of earlier versions: search.x is algorithm.search.x (docs/training.md)
+            top, path = "algorithm", list(LEGACY_KEYS[top]) + path
         if top not in names:
             raise ValueError(f"--set {key}: {type(config).__name__} has no field {top!r}; "
                              f"its fields: {', '.join(names)}")
@@ -504,14 +523,23 @@ def parse_overrides(config: Any, pairs: Sequence[str]) -> dict[str, Any]:
         if top == "env_config":
             out[top] = _set_env_config(config.game, current, path, text, key)
             continue
-        if top == "eval_search" and current is None and path:
-            # a field of the derived evaluation search (no noise, temperature 0) of the
-            # self-play search as set so far, e.g. eval_search.num_simulations=1
-            from turbozero.training.algorithms import evaluation_search
-
-            current = evaluation_search(out.get("search", config.search))
         out[top] = _set_path(current, hints.get(top, Any), path, text, key)
+        if legacy_search:
+            out[top] = _follow_search(out[top])
     return out
+
+
+def _follow_search(algorithm: Any) -> Any:
+    """An algorithm config whose search was set to another algorithm's (`--set search={...}`
+    of another class) turned into that algorithm's config, as `TrainConfig(search=...)` is."""
+    from turbozero.training.algorithm_configs import algorithm_with, is_algorithm_config
+
+    if is_algorithm_config(algorithm) and not type(algorithm).trains_with(algorithm.search):
+        try:
+            return algorithm_with(algorithm, search=algorithm.search)
+        except ValueError:
+            return algorithm  # TrainConfig names what is wrong
+    return algorithm
 
 
 # ------------------------------------------------------------------------- run dirs
