@@ -5,6 +5,7 @@
     python benchmarks/bench_backgammon_search.py --leaves 4           # 4 leaves per step
     python benchmarks/bench_backgammon_search.py --parts              # where the kernel's time goes
     python benchmarks/bench_backgammon_search.py --match 200 --sims 32   # kernel vs mctx games
+    python benchmarks/bench_backgammon_search.py --match 200 --sims 32 --opponent 0-ply --run DIR
 
 Both sides search the same env with the same network (the backgammon preset's MLP and 4-way
 value head, untrained unless `--run DIR` names a run directory whose newest checkpoint is used)
@@ -18,6 +19,8 @@ for its results; the median of the repetitions is printed.
 alternated game by game, both acting on the most visited move (temperature 0, no root noise);
 all games are played side by side (one batched search per side and move). Prints the kernel's
 mean points per game (backgammon's 1 / 2 / 3 point results) with its standard error.
+`--opponent 0-ply` plays the kernel against the complete-move player at 0 plies with the same
+network instead (does a search on top of a TD-trained network help? docs/learning.md).
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ import envs
 from turbozero.games import build_network, game_spec
 from turbozero.presets import get_preset
 from turbozero.search import (
-    MctxPUCT, NetworkEvaluator, PUCTRoot, SpecPUCT, TreeSearchConfig, random_actions, search)
+    AfterstatePlayerConfig, MctxPUCT, NetworkEvaluator, PUCTRoot, SpecPUCT, TreeSearchConfig, random_actions, search)
 
 try:  # the mctx family's config (named SearchConfig before issue 33)
     from turbozero.search import MctxConfig
@@ -115,7 +118,7 @@ def speed(args, env, evaluator, variables, states) -> None:
         fns, lambda r: (variables, states, jax.random.fold_in(jax.random.PRNGKey(3), r + 2)),
         args.repeats)
     print(f"kernel: {kcfg}")
-    print(f"mctx:   {mcfg}")
+    print(f"{args.opponent}:   {mcfg}")
     print(f"backgammon search, batch {args.batch}, {args.sims} simulations, "
           f"{jax.devices()[0].platform}, median of {args.repeats} alternating calls")
     print(f"kernel: {t['kernel']:.4f} s per search")
@@ -180,8 +183,11 @@ def parts(args, env, evaluator, variables, states) -> None:
 
 
 def match(args, env, evaluator, variables) -> None:
-    """args.match games, kernel vs mctx, seats alternated; the kernel's mean points per game."""
-    kcfg, mcfg = kernel_config(args, evaluation=True), mctx_config(args, evaluation=True)
+    """args.match games, kernel vs mctx (or the 0-ply complete-move player), seats alternated;
+    the kernel's mean points per game."""
+    kcfg = kernel_config(args, evaluation=True)
+    mcfg = (AfterstatePlayerConfig(plies=0) if args.opponent == "0-ply"
+            else mctx_config(args, evaluation=True))
     g = args.match
     kernel_seat = jnp.arange(g) % 2  # game i: the kernel plays seat i % 2
 
@@ -212,7 +218,7 @@ def match(args, env, evaluator, variables) -> None:
     se = points.std(ddof=1) / math.sqrt(len(points)) if len(points) > 1 else float("nan")
     wins = int((points > 0).sum())
     print(f"kernel: {kcfg}")
-    print(f"mctx:   {mcfg}")
+    print(f"{args.opponent}:   {mcfg}")
     print(f"match: {g} games ({int(finished.sum())} finished within {moves} checker moves, "
           f"{time.perf_counter() - t0:.0f} s), {args.sims} simulations each side, seats "
           "alternated")
@@ -231,6 +237,8 @@ def main(argv=None) -> None:
     p.add_argument("--run", default=None, help="run directory: its newest checkpoint's network")
     p.add_argument("--parts", action="store_true", help="time the kernel's pieces")
     p.add_argument("--match", type=int, default=0, help="play N games kernel vs mctx")
+    p.add_argument("--opponent", choices=("mctx", "0-ply"), default="mctx",
+                   help="match: the kernel's opponent (0-ply: the complete-move player)")
     p.add_argument("--max-moves", type=int, default=2000, help="match: checker-move cap")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)

@@ -53,7 +53,7 @@ class _Gnubg:
 
     def choose(self, game: int, states: Any) -> int:
         if not self.queues.get(game):
-            single = jax.tree_util.tree_map(lambda x: x[game], states)
+            single = jax.tree_util.tree_map(lambda x: x[game], states)  # numpy: cheap
             self.queues[game] = list(self.best_move_actions(single, plies=self.plies))
         return self.queues[game].pop(0)
 
