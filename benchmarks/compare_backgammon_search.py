@@ -10,7 +10,7 @@ import sys
 import time
 
 from turbozero.presets import get_preset
-from turbozero.search import PUCTRoot, SpecPUCT, TreeSearchConfig
+from turbozero.search import MctxConfig, PUCTRoot, SpecPUCT, TreeSearchConfig
 from turbozero.training import Trainer
 
 seed, which = int(sys.argv[1]), sys.argv[2]
@@ -21,6 +21,8 @@ if which == "kernel":
     kw["search"] = TreeSearchConfig(
         num_simulations=8, selection=SpecPUCT(c_puct=1.25, fpu_base=0.0),
         root=PUCTRoot(dirichlet_alpha=0.3, dirichlet_fraction=0.25))
+else:  # the preset's search until issue 33 moved it to the kernel
+    kw["search"] = MctxConfig(num_simulations=8)
 t, rec = time.time(), []
 Trainer(get_preset("backgammon", "az-tiny", **kw)).run(progress=False, callback=rec.append)
 last = rec[-1]

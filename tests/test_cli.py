@@ -34,9 +34,15 @@ def _err_line(capsys) -> str:
     return err[0]
 
 
+def _mctx_base():
+    """A config searching with mctx (the backgammon AlphaZero presets are on the kernel now):
+    the --set tests below read MctxConfig's fields."""
+    return get_preset("backgammon", "az-tiny", search=MctxConfig(num_simulations=8))
+
+
 # ----------------------------------------------------------------------- --set parsing
 def test_set_parses_each_field_type():
-    base = get_preset("backgammon", "az-tiny")
+    base = _mctx_base()
     new = parse_overrides(base, [
         "num_envs=8", "optimizer.learning_rate=3e-3", "search.num_simulations=16",
         "search.algorithm=gumbel", "search.max_depth=none", "eval_opponents=greedy",
@@ -90,7 +96,7 @@ def test_set_parses_each_field_type():
 ])
 def test_set_rejects_values_that_do_not_fit(pair, message):
     with pytest.raises(ValueError) as err:
-        parse_overrides(get_preset("backgammon", "az-tiny"), [pair])
+        parse_overrides(_mctx_base(), [pair])
     assert str(err.value).startswith(message)
 
 
@@ -168,7 +174,7 @@ def test_unknown_network_and_env_options_are_one_line_before_anything_is_built(t
 
 
 def test_changed_search_carries_a_derived_evaluation_search():
-    base = get_preset("backgammon", "az-tiny")
+    base = _mctx_base()
     cfg = with_overrides(base, parse_overrides(base, ["search.num_simulations=5"]))
     assert cfg.eval_search is None  # derived when the algorithm is built
     assert evaluation_search(cfg.search) == MctxConfig(num_simulations=5, dirichlet_fraction=0.0,
@@ -239,7 +245,7 @@ def test_config_json_round_trip(game, preset):
 
 
 def test_config_json_is_generic_and_guarded():
-    data = config_to_json(get_preset("backgammon", "az-tiny"))
+    data = config_to_json(_mctx_base())
     search = data["algorithm"]["search"]
     assert data["algorithm"]["__dataclass__"] == "turbozero.training.algorithm_configs:AlphaZero"
     assert search["__dataclass__"] == "turbozero.search.mctx_policies:MctxConfig"

@@ -11,7 +11,6 @@ from turbozero.search.cpu.selfplay import CPUSelfPlayConfig
 from turbozero.search.cpu.tree import CPUSearchConfig
 from turbozero.search.mcgs import MCGSConfig
 from turbozero.search.kernel import TreeSearchConfig
-from turbozero.search.mctx_policies import MctxConfig
 from turbozero.search.one_ply import OnePlyConfig
 from turbozero.search.roots import GumbelRoot, PUCTRoot
 from turbozero.search.selection import MctxPUCT, SpecPUCT
@@ -45,6 +44,18 @@ _SPEC_CHESS_SEARCH = TreeSearchConfig(
     num_simulations=800, selection=SpecPUCT(c_puct=1.5, fpu_base=1.0, risk_beta=0.0),
     root=PUCTRoot(dirichlet_alpha=0.3, dirichlet_fraction=0.25))
 _BACKGAMMON = TemperatureSchedule(temperature=1.0, moves=20)
+
+
+def _backgammon_kernel(num_simulations: int) -> TreeSearchConfig:
+    """AlphaZero's backgammon search: the tree kernel's chance nodes with mctx's settings here
+    (PUCT c 1.25, unvisited children at the parent's value, Dirichlet 0.3 / 0.25 over the
+    legal moves). Against mctx's stochastic search it ran 13.5-22x faster at batch 64 x 64
+    simulations and played even over 200 games at 16 simulations (-0.010 +- 0.104 points a
+    game) and 100 at 32 (docs/benchmarks.md, "Backgammon search: kernel vs mctx"), so the
+    AlphaZero presets moved to it (issue 33); the curves measured before name mctx."""
+    return TreeSearchConfig(num_simulations=num_simulations,
+                            selection=SpecPUCT(c_puct=1.25, fpu_base=0.0),
+                            root=PUCTRoot(dirichlet_alpha=0.3, dirichlet_fraction=0.25))
 
 # games capped at 100 plies (a cap is a draw) so that self-play finishes games: 32 of them every
 # ~3 iterations, about a quarter decisive with the untrained net (measured; at the spec's 512
@@ -96,12 +107,13 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             _BACKGAMMON_TD, num_iterations=60, eval_every=60, eval_games=32, checkpoint_every=10,
             eval_opponents=("random",), eval_opponents_if_installed=("gnubg",),
         ),
-        # the former tiny: AlphaZero with mctx's stochastic search, 8 simulations
+        # the former tiny: AlphaZero, 8 simulations (on mctx's stochastic search until
+        # issue 33; now the kernel, see _backgammon_kernel)
         "az-tiny": dict(
             num_envs=32, collect_steps=32, train_steps=16, batch_size=128, replay_capacity=256,
             num_iterations=24, eval_every=24, eval_games=32, optimizer=Optimizer(learning_rate=3e-3),
             network={"hidden_sizes": (64, 64)},
-            algorithm=AlphaZero(search=MctxConfig(num_simulations=8), acting=_BACKGAMMON),
+            algorithm=AlphaZero(search=_backgammon_kernel(8), acting=_BACKGAMMON),
             max_eval_steps=1200, eval_opponents=("random", "greedy"),
         ),
         # sized for the learning curves of docs/learning.md: ~20 min on 2 CPU cores, evaluated
@@ -110,21 +122,21 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             num_envs=64, collect_steps=32, train_steps=32, batch_size=256, replay_capacity=256,
             num_iterations=100, eval_every=20, eval_games=64, optimizer=Optimizer(learning_rate=3e-3),
             network={"hidden_sizes": (128, 128)},
-            algorithm=AlphaZero(search=MctxConfig(num_simulations=16), acting=_BACKGAMMON),
+            algorithm=AlphaZero(search=_backgammon_kernel(16), acting=_BACKGAMMON),
             max_eval_steps=2000, eval_opponents=("random", "greedy", "gnubg"),
         ),
         "small": dict(
             num_envs=256, collect_steps=64, train_steps=64, batch_size=512, replay_capacity=1024,
             num_iterations=500, eval_every=25, eval_games=256, optimizer=Optimizer(learning_rate=1e-3),
             network={"hidden_sizes": (256, 256, 256)},
-            algorithm=AlphaZero(search=MctxConfig(num_simulations=64), acting=_BACKGAMMON),
+            algorithm=AlphaZero(search=_backgammon_kernel(64), acting=_BACKGAMMON),
             max_eval_steps=2000, eval_opponents=("random", "greedy"),
         ),
         "large": dict(
             num_envs=1024, collect_steps=64, train_steps=128, batch_size=2048, replay_capacity=2048,
             num_iterations=5000, eval_every=100, eval_games=1024, optimizer=Optimizer(learning_rate=1e-3),
             network={"hidden_sizes": (512, 512, 512, 512)},
-            algorithm=AlphaZero(search=MctxConfig(num_simulations=200), acting=_BACKGAMMON),
+            algorithm=AlphaZero(search=_backgammon_kernel(200), acting=_BACKGAMMON),
             max_eval_steps=2000, eval_opponents=("random", "greedy"),
         ),
         # afterstate TD(lambda) trained for longer (_BACKGAMMON_TD above): 2000 iterations
