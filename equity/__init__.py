@@ -29,6 +29,7 @@ from equity.met import (
     money_equity_to_mwc,
     mwc_to_money_equity,
     outcome_match_winning_chances,
+    value_outputs_to_equity,
 )
 from equity.objective import MatchObjective
 from equity.value import (
@@ -39,7 +40,6 @@ from equity.value import (
     normalized_to_equity,
     outcome_probabilities,
     reward_to_value_targets,
-    value_outputs_to_equity,
     value_outputs_to_gnubg,
 )
 

@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from equity import _checks
-from equity.value import OUTCOME_POINTS, outcome_probabilities
+from equity.value import OUTCOME_POINTS, money_equity, outcome_probabilities
 
 _DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "kazaross_xg2.json")
 
@@ -185,6 +185,25 @@ def match_winning_chance(value_probs: jax.Array, match_score: Sequence[Any],
     probs = outcome_probabilities(value_probs)
     mwc = outcome_match_winning_chances(match_score, cube_value, probs.dtype)
     return jnp.sum(probs * mwc, axis=-1)
+
+
+# here, not in value.py, which the MET needs: value.py importing it back was a circle
+def value_outputs_to_equity(value_probs: jax.Array, match_score=None) -> jax.Array:
+    """4-way outputs `(..., 4)` to equity, shape `(...)`.
+
+    `match_score=None`: cubeless money equity in points, in [-3, 3].
+    `match_score=(my_score, opp_score, match_length)`: cubeless match winning chance in [0, 1]
+    after this game, sum over the six outcomes of P(outcome) x MET(score after it), see
+    `equity.match_winning_chance`. The three entries may be Python ints (checked) or integer
+    arrays, also traced ones, broadcastable against the batch shape `value_probs.shape[:-1]`.
+
+    A last axis other than 4 raises `ValueError` (also under `jit`: shapes are static); concrete
+    probabilities outside [0, 1] raise `ValueError`; traced ones are used as they are (no clip,
+    so gradients stay exact).
+    """
+    if match_score is None:
+        return money_equity(value_probs)
+    return match_winning_chance(value_probs, match_score)
 
 
 def _win_lose_mwc(match_score: Sequence[Any], cube_value: Any,

@@ -90,26 +90,6 @@ def money_equity(value_probs: jax.Array) -> jax.Array:
     return jnp.sum(probs * points, axis=-1)
 
 
-def value_outputs_to_equity(value_probs: jax.Array, match_score=None) -> jax.Array:
-    """4-way outputs `(..., 4)` to equity, shape `(...)`.
-
-    `match_score=None`: cubeless money equity in points, in [-3, 3].
-    `match_score=(my_score, opp_score, match_length)`: cubeless match winning chance in [0, 1]
-    after this game, sum over the six outcomes of P(outcome) x MET(score after it), see
-    `equity.match_winning_chance`. The three entries may be Python ints (checked) or integer
-    arrays, also traced ones, broadcastable against the batch shape `value_probs.shape[:-1]`.
-
-    A last axis other than 4 raises `ValueError` (also under `jit`: shapes are static); concrete
-    probabilities outside [0, 1] raise `ValueError`; traced ones are used as they are (no clip,
-    so gradients stay exact).
-    """
-    if match_score is None:
-        return money_equity(value_probs)
-    from equity.met import match_winning_chance  # the MET module imports this one
-
-    return match_winning_chance(value_probs, match_score)
-
-
 def equity_to_normalized(equity: jax.Array) -> jax.Array:
     """Money equity in [-3, 3] to [0, 1]: `(equity + 3) / 6` (no clip)."""
     return (jnp.asarray(equity) + 3.0) / 6.0

@@ -17,7 +17,7 @@ from turbozero.search.selection import MctxPUCT, SpecPUCT
 from turbozero.chess_adjudication import MaterialScore
 from turbozero.training.acting import TemperatureSchedule
 from turbozero.training.algorithm_configs import TD, AlphaZero, GraphSearch, MuZero
-from turbozero.training.loop import TrainConfig
+from turbozero.training.config import TrainConfig
 from turbozero.training.muzero import MuZeroConfig
 from turbozero.training.stored_observations import EnvStates
 from turbozero.training.td import TDConfig
