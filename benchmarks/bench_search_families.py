@@ -7,7 +7,7 @@ at a small width) and positions; a jittable family is jitted and only compiled c
 the host-side `cpu` family (the C++ tree) is timed as it is called. Figures are the fastest of
 interleaved calls (`bench_search_kernel._interleaved_min`'s reasoning: on a shared machine the
 minimum is least changed by other processes) and positions searched per second. docs/search.md
-("The families") holds the table.
+("The core: one contract, six families") holds the table.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The untrained Paco Sako tiny agent against random, searching with the tree kernel (spec PUCT,
 mctx's PUCT formula) and with mctx: how many games finish and who wins (issue 18; results in
-docs/benchmarks.md, "Paco Sako on the kernel").
+docs/benchmarks.md, "Paco Ŝako on the kernel").
 
     python benchmarks/diagnose_kernel_pacosako.py [--games 16] [--seed 0]
     python benchmarks/diagnose_kernel_pacosako.py --compare [--plies 40] [--seed 0]

@@ -312,7 +312,7 @@ class GameTree {
 
   // The root's most visited child (tau = 0; ties drawn uniformly, as the JAX kernel and mctx
   // do: with few simulations most visited children often tie, and always taking the lowest slot
-  // made a kernel agent shuffle one piece back and forth, docs/benchmarks.md "Paco Sako on the
+  // made a kernel agent shuffle one piece back and forth, docs/benchmarks.md "Paco Ŝako on the
   // kernel"), or one drawn with probability N^(1/tau).
   int32_t choose_child(double temperature, std::mt19937_64& rng) const {
     int32_t n = root_->num_children;

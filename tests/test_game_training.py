@@ -74,7 +74,7 @@ def test_backgammon_az_tiny_preset_learns_to_beat_random():
 @pytest.mark.slow
 def test_backgammon_tiny_preset_learns_to_beat_random():
     """The main job (afterstate TD, 60 iterations, under 5 minutes) beats the random player
-    clearly: docs/learning.md, "The main job" (seed 0: 29 of 32, +1.97)."""
+    clearly: docs/learning.md, "Backgammon, the main job" (seed 0: 29 of 32, +1.97)."""
     cfg = get_preset("backgammon", "tiny", eval_games=64, eval_opponents=("random",),
                      checkpoint_every=0)
     records = []

@@ -74,7 +74,7 @@ _CHESS_TINY = dict(
 )
 
 # afterstate TD(lambda) with the 0-ply complete-move player (turbozero.training.td,
-# docs/learning.md "Backgammon: afterstate TD"): sized for 2 CPU cores; 16 complete moves of 64
+# docs/learning.md "Backgammon, `td` preset"): sized for 2 CPU cores; 16 complete moves of 64
 # games an iteration, each afterstate sampled ~4 times from a replay of the last ~8 iterations
 _BACKGAMMON_TD = dict(
     num_envs=64, collect_steps=16, train_steps=16, batch_size=256, replay_capacity=128,
@@ -102,7 +102,7 @@ _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         # training and its evaluation (32 games against random, and 32 against gnubg 0-ply where
         # gnubg is installed) finish within 5 minutes on 2 CPU cores. Side by side on the same
         # machine it learned more per minute than AlphaZero's az-tiny (docs/learning.md,
-        # "The main job")
+        # "Backgammon, the main job")
         "tiny": dict(
             _BACKGAMMON_TD, num_iterations=60, eval_every=60, eval_games=32, checkpoint_every=10,
             eval_opponents=("random",), eval_opponents_if_installed=("gnubg",),

@@ -149,7 +149,7 @@ def four_way_value_loss(
 class FourWayValue(ValueFormat):
     """Backgammon's 4-way conditional head (docs/equity.md): logits of
     [win, gammon win | win, gammon loss | loss, backgammon rate]. The scalar is cubeless money
-    equity in points, the unit of the env's rewards (docs/search.md, "One value unit")."""
+    equity in points, the unit of the env's rewards (docs/search.md, "Values and signs")."""
 
     name: str = "four_way"
 

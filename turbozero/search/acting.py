@@ -5,7 +5,7 @@ The one definition (docs/search.md, "Formulas, once") of
 * `random_argmax` — the highest score among the valid slots, exact ties drawn uniformly at
   random. With few simulations ties are the rule (8 simulations over ~20 Paco Sako moves tied
   in 440 of 640 positions), and always taking the lowest action id biased self-play and
-  evaluation (issue 18; docs/benchmarks.md, "Paco Sako on the kernel").
+  evaluation (issue 18; docs/benchmarks.md, "Paco Ŝako on the kernel").
 * `act` — a move drawn with probability `w ** (1 / tau)` over the valid slots of positive
   weight, or at `tau = 0` the `random_argmax` of the weights.
 * `TemperatureSchedule` — AlphaZero's self-play acting (docs/training.md): `tau` for a game's

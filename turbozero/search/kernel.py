@@ -315,7 +315,7 @@ def _act(tree: Tree, extra: RootExtra, config: TreeSearchConfig, key: jax.Array,
     # visits^(1/tau), or at tau = 0 the most visited child with ties broken uniformly at random
     # (`turbozero.search.acting.act`): with few simulations ties are the rule, and always taking
     # the lowest action id made the evaluated agent finish and win fewer games (issue 18;
-    # docs/benchmarks.md, "Paco Sako on the kernel")
+    # docs/benchmarks.md, "Paco Ŝako on the kernel")
     return act(key, visits, valid, temperature), policy
 
 

@@ -1,5 +1,5 @@
 """Self-play on the CPU path: C++ worker threads search, one jitted JAX function evaluates
-(docs/cpu_search.md, "Self-play").
+(docs/cpu_search.md, "Training").
 
 The states live in a device-side pool of `num_games * slots_per_game + 1` slots (the last one a
 scratch slot for padding rows). Each collected batch of requests `(parent_slot, action,
