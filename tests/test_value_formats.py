@@ -78,3 +78,26 @@ def test_sizes():
                                  MoverRelativeValues(3))] == [1, 3, 4, 2, 3]
     with pytest.raises(ValueError, match="num_players"):
         MoverRelativeValues(1)
+
+
+def test_capabilities_are_declared_not_discovered():
+    """Issue 35: what a value format can do is a declared class attribute (`has_wdl`,
+    `has_outcomes`), read where it matters, never found with hasattr / getattr."""
+    import ast
+    import pathlib
+
+    from turbozero.networks import value_formats as vf
+
+    assert vf.WDLValue.has_wdl and not vf.WDLValue.has_outcomes
+    assert vf.FourWayValue.has_outcomes and not vf.FourWayValue.has_wdl
+    for fmt in (vf.ScalarValue(), vf.SeatValues(2), vf.MoverRelativeValues(3)):
+        assert not fmt.has_wdl and not fmt.has_outcomes
+    capabilities = {"wdl", "expected_outcome", "flip_outcome", "outcome_of", "outcome_loss"}
+    root = pathlib.Path(__file__).resolve().parent.parent / "turbozero"
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) in (
+                    "hasattr", "getattr") and len(node.args) >= 2:
+                name = node.args[1]
+                assert not (isinstance(name, ast.Constant) and name.value in capabilities), (
+                    f"{path}:{node.lineno} looks a value-format capability up by name")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -24,6 +25,12 @@ class ValueFormat(abc.ABC):
     """Base class; subclasses are frozen dataclasses (hashable, so jit may close over them)."""
 
     name: str = ""
+    # capabilities, declared rather than discovered with hasattr: `has_wdl` formats give
+    # `wdl(value_out)` (win / draw / loss probabilities, averaged at the search's root);
+    # `has_outcomes` formats give outcome distributions (`expected_outcome`, `flip_outcome`,
+    # `outcome_of`, `outcome_loss`), which afterstate TD learns
+    has_wdl: ClassVar[bool] = False
+    has_outcomes: ClassVar[bool] = False
 
     @property
     @abc.abstractmethod
@@ -111,6 +118,7 @@ class WDLValue(ValueFormat):
     the scalar value is P(win) - P(loss)."""
 
     name: str = "wdl"
+    has_wdl: ClassVar[bool] = True
 
     @property
     def out_size(self) -> int:
@@ -152,6 +160,7 @@ class FourWayValue(ValueFormat):
     equity in points, the unit of the env's rewards (docs/search.md, "Values and signs")."""
 
     name: str = "four_way"
+    has_outcomes: ClassVar[bool] = True
 
     @property
     def out_size(self) -> int:

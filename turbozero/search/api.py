@@ -52,8 +52,8 @@ class NetworkEvaluator:
         value format with a draw class (`wdl`), which the tree kernel averages at the root."""
         logits, value_out = self.apply_fn(variables, observation)
         values = self.value_format.to_player_values(value_out, mover, num_players)
-        wdl_fn = getattr(self.value_format, "wdl", None)
-        wdl = wdl_fn(value_out) if wdl_fn is not None and num_players == 2 else None
+        fmt = self.value_format
+        wdl = fmt.wdl(value_out) if fmt.has_wdl and num_players == 2 else None
         return logits, values, wdl
 
 

@@ -35,7 +35,7 @@ from turbozero.search.fpu import FPU_BASE, first_play_urgency
 from turbozero.search.noise import mix_legal_noise
 from turbozero.validation import check_int, check_real
 
-Algorithm = Literal["muzero", "gumbel"]
+MctxPolicy = Literal["muzero", "gumbel"]  # which mctx policy searches deterministic games
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,7 +84,7 @@ class MctxConfig:
     family: ClassVar[str] = "mctx"
 
     num_simulations: int = 32
-    algorithm: Algorithm = "muzero"  # tree policy for deterministic games; stochastic is automatic
+    algorithm: MctxPolicy = "muzero"  # tree policy for deterministic games; stochastic is automatic
     max_depth: Optional[int] = None
     dirichlet_alpha: float = 0.3
     dirichlet_fraction: float = 0.25

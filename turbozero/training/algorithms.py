@@ -222,7 +222,7 @@ class AlphaZeroAlgorithm(Algorithm):
         (alphazero-chess.md §6.6): the kernel gives them for two players and a value head with
         a draw class. The loss does not read them (the value target is the game's outcome)."""
         return (isinstance(self.search_config, TreeSearchConfig) and self.env.num_players == 2
-                and hasattr(self.value_format, "wdl"))
+                and self.value_format.has_wdl)
 
     def self_play(self, variables, states, key, risk_beta=None):
         result = search(self.env, self.evaluator, variables, states, key, self.search_config,

@@ -108,10 +108,9 @@ class AfterstateTD(Algorithm):
         if not isinstance(search_config, TDConfig):
             raise ValueError(f"AfterstateTD trains with a TDConfig, got {search_config!r}")
         self.check_env(env)
-        for name in ("expected_outcome", "flip_outcome", "outcome_of", "outcome_loss"):
-            if not callable(getattr(value_format, name, None)):
-                raise ValueError(f"afterstate TD needs a value format with outcome "
-                                 f"distributions ({name}); {value_format.name} has none")
+        if not value_format.has_outcomes:
+            raise ValueError("afterstate TD needs a value format with outcome distributions "
+                             f"(has_outcomes); {value_format.name} has none")
         if eval_search_config is None:
             eval_search_config = search_config.player
         if not isinstance(eval_search_config, AfterstatePlayerConfig):

@@ -92,18 +92,6 @@ def square_bb(sq) -> BB:
     return BB(lo.astype(U32), hi.astype(U32))
 
 
-def lsb_index(b: BB) -> jnp.ndarray:
-    """Index of the lowest set bit (64 if empty)."""
-    import jax
-
-    def ctz(x):
-        # count trailing zeros: popcount((x & -x) - 1); 32 for x == 0
-        low = x & (~x + jnp.uint32(1))
-        return jax.lax.population_count(low - jnp.uint32(1)).astype(jnp.int32)
-
-    return jnp.where(b.lo != 0, ctz(b.lo), 32 + ctz(b.hi))
-
-
 def shl(b: BB, n: int) -> BB:
     """Logical shift towards higher squares by n bits (n may be negative)."""
     if n == 0:
@@ -183,11 +171,6 @@ def fill(gen: BB, empty: BB, delta: int) -> BB:
     return gen
 
 
-def ray_attacks(gen: BB, empty: BB, delta: int) -> BB:
-    """Squares attacked by sliders `gen` along `delta` (up to and including the blocker)."""
-    return step(fill(gen, empty, delta), delta)
-
-
 KNIGHT_DELTAS = (  # docs/chess.md's order: (rank_diff, file_diff)
     (2, 1), (1, 2), (-1, 2), (-2, 1), (-2, -1), (-1, -2), (1, -2), (2, -1),
 )
@@ -215,14 +198,6 @@ def king_attacks(b: BB) -> BB:
     for d in DIRS[1:]:
         out = out | step(b, d)
     return out
-
-
-def to_bits(b: BB) -> jnp.ndarray:
-    """bool[..., 64]: the squares of each bitboard."""
-    sh = jnp.arange(32, dtype=U32)
-    lo = (b.lo[..., None] >> sh) & U32(1)
-    hi = (b.hi[..., None] >> sh) & U32(1)
-    return jnp.concatenate([lo, hi], axis=-1).astype(jnp.bool_)
 
 
 def int_to_words(x: int) -> np.ndarray:

@@ -95,11 +95,6 @@ def encode_squares(frm: int, to: int, promo: int = 0) -> int:
     return frm * 56 + DIRS.index(delta) * 7 + dist - 1
 
 
-# ----------------------------------------------------------------- small helpers
-def _orth(i: int) -> bool:
-    return i % 2 == 0  # N, E, S, W are the even direction indices
-
-
 def side_bbs(x: BB) -> list[BB]:
     return [x[i] for i in range(6)]
 

@@ -144,24 +144,6 @@ def ray_squares(t, p):
     return orth, diag
 
 
-def _scatter_rows(mask, idx):
-    """[64, ...] boolean mask over target indices idx (same shape) -> bool[64 src, 64 dst]."""
-    src = jnp.broadcast_to(jnp.arange(64).reshape((64,) + (1,) * (idx.ndim - 1)), idx.shape)
-    out = jnp.zeros((64, 65), jnp.bool_).at[src.reshape(-1), idx.reshape(-1)].max(
-        mask.reshape(-1))
-    return out[:, :64]
-
-
-def slider_tables(occ, blocker_ok):
-    """(rook, bishop, queen) bool[64 src, 64 dst] target tables."""
-    t = slider_targets(occ, blocker_ok).reshape(64, 56).astype(jnp.float32)
-    # dense one-hot products instead of scatters: scatters are slow on CPU and under vmap
-    oh = jnp.asarray(RAY_ONEHOT)
-    rook = jnp.einsum("sk,sku->su", t[:, :28], oh[:, :28]) > 0
-    bishop = jnp.einsum("sk,sku->su", t[:, 28:], oh[:, 28:]) > 0
-    return rook, bishop, rook | bishop
-
-
 def pawn_diagonals(color):
     """int32[64, 2] the two forward-diagonal squares of a `color` pawn (OFF if none)."""
     # directions (1,1),(-1,1) for White are 4 and 7; (1,-1),(-1,-1) for Black are 5 and 6

@@ -141,8 +141,8 @@ class PoolOutput(NamedTuple):
 def _wdl_head(evaluator, env):
     """The value format's `wdl(value_out)` when the evaluator is a network with a WDL head in a
     two-player game (what the root WDL averages, alphazero-chess.md §5.8), else None."""
-    wdl = getattr(getattr(evaluator, "value_format", None), "wdl", None)
-    return wdl if wdl is not None and env.num_players == 2 else None
+    fmt = getattr(evaluator, "value_format", None)  # a plain callable evaluator has none
+    return fmt.wdl if fmt is not None and fmt.has_wdl and env.num_players == 2 else None
 
 
 def _select_rows(mask: jax.Array, a, b):
