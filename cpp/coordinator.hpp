@@ -40,7 +40,7 @@ struct CoordinatorConfig {
   int32_t queue_capacity = 1024;
   double timeout_s = 300.0;
   // A round that carries a root evaluation waits root_wait_s for its results; a stalled wait
-  // is retried up to root_eval_retries times (alphazero-chess.md §6.6: the worker flushes its
+  // is retried up to root_eval_retries times (docs/cpu_search.md, "Evaluation queue and threads": the worker flushes its
   // stale results and submits the round's unanswered requests again), then waits timeout_s
   // once more before it gives up.
   double root_wait_s = 2.0;

@@ -156,7 +156,7 @@ class GameTree {
 
   const SearchConfig& config() const { return cfg_; }
 
-  // Per-seat entropic-risk betas (per-game asymmetric risk, alphazero-chess.md §6.6): selection
+  // Per-seat entropic-risk betas (per-game asymmetric risk, docs/training.md "Risk"): selection
   // at a node uses the beta of the player to move there, as the JAX kernel's `risk_beta[B, P]`.
   // Both default to config().risk_beta.
   void set_seat_betas(double beta0, double beta1) {
@@ -259,7 +259,7 @@ class GameTree {
   const RootWDL& root_wdl() const { return root_wdl_; }
 
   // LogSumExp soft value of the root for its mover at `beta` (the JAX kernel's `_risk_value`,
-  // alphazero-chess.md §5.10): max_q + log(sum exp(beta (q - max_q))) / beta over the visited
+  // docs/search.md "Outputs"): max_q + log(sum exp(beta (q - max_q))) / beta over the visited
   // children, q = clamp(mean + beta/2 var); 0 when beta is 0 or no child was visited.
   double soft_value(double beta) const {
     if (!std::isfinite(beta)) throw std::invalid_argument("soft_value: beta must be finite");

@@ -5,7 +5,7 @@ A game cut by `max_plies` is a draw by the env's rules, and so it stays in evalu
 self-play, `TrainConfig.truncated_games = MaterialAdjudication(margin)` scores such a game for
 the training targets only: a side ahead by at least `margin` pawns of material (pawn 1, knight
 and bishop 3, rook 5, queen 9) at the cap wins it, otherwise it stays a draw. The spec plays
-512 plies and learns from results alone (alphazero-chess.md §6.6); on a 2-core machine games
+512 plies and learns from results alone (docs/chess.md, "Training settings and where they come from"); on a 2-core machine games
 are capped at 100 plies and few end in mate, so the value head sees almost only draws and
 learns nothing about material (docs/learning.md, "Chess `tiny` against random and the
 material-greedy player"). Adjudication is the usual remedy of engine matches (a lost position

@@ -43,7 +43,7 @@ class ResNet(nn.Module):
     Input `[B, H, W, C]`; returns `(policy_logits [B, num_actions], value_out)`.
     Call with `train=True` and `mutable=["batch_stats"]` while training.
 
-    compute_dtype: "float32" or "bfloat16" (alphazero-chess.md's mixed precision): the stem,
+    compute_dtype: "float32" or "bfloat16" (docs/chess.md, "bf16 compute"): the stem,
     the residual tower and the head convolutions compute in that type; parameters, BatchNorm
     statistics, the final dense layers and both outputs stay float32, so the optimizer, the
     losses and the search see float32 as before.

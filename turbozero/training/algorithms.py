@@ -219,7 +219,7 @@ class AlphaZeroAlgorithm(Algorithm):
 
     def _records_wdl(self) -> bool:
         """Self-play keeps each search's root WDL average and LogSumExp soft value
-        (alphazero-chess.md §6.6): the kernel gives them for two players and a value head with
+        (docs/chess.md, "Stored per move"): the kernel gives them for two players and a value head with
         a draw class. The loss does not read them (the value target is the game's outcome)."""
         return (isinstance(self.search_config, TreeSearchConfig) and self.env.num_players == 2
                 and self.value_format.has_wdl)

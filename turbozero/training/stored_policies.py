@@ -7,8 +7,8 @@ probability of each, in `K` slots where `K` is the env's bound on legal actions
 the bound promises, and a batch read back is equal to the dense one. A chess position is 23,360
 bytes dense (4,672 float32 + 4,672 bool) and 1,308 bytes as legal moves (218 int16 ids + 218
 float32), so with `EnvStates()` observations the chess `large` preset's replay of 512 x 1,024
-positions takes 1.51 GiB instead of 12.28 GiB (measured, docs/benchmarks.md; alphazero-chess.md
-§6.6: keep what the loss uses, compactly).
+positions takes 1.51 GiB instead of 12.28 GiB (measured, docs/benchmarks.md; docs/chess.md,
+"Compact replay": keep what the loss uses, compactly).
 
 `for_env(env)` binds a form to the game (its action count and bound); the bound form is a static
 field of the buffer.

@@ -35,7 +35,7 @@ class CPUSelfPlayConfig:
     then the most visited move; max_moves cuts a game (a draw). batch_tiers: the compiled
     batch sizes (the largest is the most requests one evaluator call takes). A worker round
     that carries a root evaluation waits root_wait_s for it and retries a stalled wait
-    root_eval_retries times (alphazero-chess.md §6.6) before a last wait of timeout_s;
+    root_eval_retries times (docs/cpu_search.md, "Evaluation queue and threads") before a last wait of timeout_s;
     timeout_s bounds every other wait."""
 
     search: CPUSearchConfig = CPUSearchConfig()
@@ -140,7 +140,7 @@ class PoolOutput(NamedTuple):
 
 def _wdl_head(evaluator, env):
     """The value format's `wdl(value_out)` when the evaluator is a network with a WDL head in a
-    two-player game (what the root WDL averages, alphazero-chess.md §5.8), else None."""
+    two-player game (what the root WDL averages, docs/search.md "Root WDL average"), else None."""
     fmt = getattr(evaluator, "value_format", None)  # a plain callable evaluator has none
     return fmt.wdl if fmt is not None and fmt.has_wdl and env.num_players == 2 else None
 
@@ -235,7 +235,7 @@ class SelfPlayGames(NamedTuple):
     terminated: np.ndarray  # bool[G] ended by the rules (False: cut by max_moves)
     # float32[N, 3] the search's root WDL average for the player to move (zeros without a WDL
     # head) and float32[N] its LogSumExp soft value at the search's beta (0 at beta 0), as the
-    # JAX kernel's `root_wdl` / `risk_value` (alphazero-chess.md §6.6)
+    # JAX kernel's `root_wdl` / `risk_value` (docs/chess.md, "Stored per move")
     root_wdl: np.ndarray
     soft_value: np.ndarray
     root_value: np.ndarray  # float32[N] the searched root value for the player to move
