@@ -72,7 +72,7 @@ def main() -> None:
     print(f"encode_batch, {args.fens} FENs: {t * 1e3:.0f} ms ({args.fens / t:.0f} FENs/s); "
           f"from_fen one at a time: {t_one * 1e3:.2f} ms per FEN ({1 / t_one:.0f} FENs/s)")
 
-    from turbozero.chess_referees import find_stockfish, open_stockfish
+    from turbozero.games.chess.referees import find_stockfish, open_stockfish
     try:
         find_stockfish()
     except ValueError as err:

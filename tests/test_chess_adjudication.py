@@ -1,4 +1,4 @@
-"""Material adjudication of capped chess self-play games (turbozero/chess_adjudication.py,
+"""Material adjudication of capped chess self-play games (turbozero/games/chess/adjudication.py,
 `TrainConfig.truncated_games`): the targets of a game cut by the ply cap follow the material,
 evaluation stays by the rules."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import envs
-from turbozero.chess_adjudication import MaterialAdjudication, MaterialScore
+from turbozero.games.chess.adjudication import MaterialAdjudication, MaterialScore
 from turbozero.training import TrainConfig
 from turbozero.training import collector as collector_lib
 from turbozero.training import replay

@@ -222,7 +222,7 @@ def test_encode_batch_errors():
 def test_trainer_games_to_pgn():
     """The tiny chess trainer's search against random, recorded: every agent move carries its
     searched value and visit share, python-chess reads the games back."""
-    from turbozero.chess_records import record_trainer_games
+    from turbozero.games.chess.records import record_trainer_games
     from turbozero.presets import get_preset
     from turbozero.training import Trainer
 

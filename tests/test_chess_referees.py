@@ -18,7 +18,7 @@ from envs._src.chess import material as mat
 from envs._src.chess.encode import states_from_fens
 from envs._src.chess.pgn import games_to_pgn, parse_comment
 from envs._src.chess.pychess import action_to_move
-from turbozero import chess_referees as cr
+from turbozero.games.chess import referees as cr
 from turbozero.games import game_spec
 from turbozero.search import SearchResult, random_actions
 

@@ -11,7 +11,7 @@ import pytest
 from turbozero import cli
 from turbozero.presets import get_preset
 from turbozero.search.mcgs import MCGSConfig
-from turbozero.chess_adjudication import MaterialScore
+from turbozero.games.chess.adjudication import MaterialScore
 from turbozero.search.kernel import TreeSearchConfig
 from turbozero.search.mctx_policies import MctxConfig
 from turbozero.search.one_ply import OnePlyConfig
@@ -216,7 +216,7 @@ def test_set_takes_a_config_of_another_class_tagged_as_stored():
     new = parse_overrides(chess, [f"eval_search={tree}", "eval_search.temperature=0"])
     assert new["algorithm"].eval_search == TreeSearchConfig(
         num_simulations=4, root=PUCTRoot(dirichlet_fraction=0.0), temperature=0.0)
-    score = '{"__dataclass__": "turbozero.chess_adjudication:MaterialScore", "scale": 5}'
+    score = '{"__dataclass__": "turbozero.games.chess.adjudication:MaterialScore", "scale": 5}'
     assert parse_overrides(chess, [f"truncated_games={score}"])["truncated_games"] == (
         MaterialScore(5.0))
     # a field with a dataclass annotation keeps its class

@@ -100,7 +100,7 @@ def test_cpu_path_refuses_what_it_cannot_search():
     from turbozero.presets import get_preset
     from turbozero.training import Trainer
     cfg = get_preset("pgx/tic_tac_toe", "cpu", **SMALL)
-    from turbozero.chess_adjudication import MaterialAdjudication
+    from turbozero.games.chess.adjudication import MaterialAdjudication
 
     with pytest.raises(ValueError, match="truncated_games"):
         Trainer(get_preset("pgx/tic_tac_toe", "cpu", truncated_games=MaterialAdjudication(),

@@ -14,7 +14,7 @@ from turbozero.search.kernel import TreeSearchConfig
 from turbozero.search.one_ply import OnePlyConfig
 from turbozero.search.roots import GumbelRoot, PUCTRoot
 from turbozero.search.selection import MctxPUCT, SpecPUCT
-from turbozero.chess_adjudication import MaterialScore
+from turbozero.games.chess.adjudication import MaterialScore
 from turbozero.training.acting import TemperatureSchedule
 from turbozero.training.algorithm_configs import TD, AlphaZero, GraphSearch, MuZero
 from turbozero.training.config import TrainConfig

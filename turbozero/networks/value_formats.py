@@ -104,7 +104,7 @@ class ScalarValue(ValueFormat):
 def outcome_to_wdl(outcome: jax.Array) -> jax.Array:
     """[win, draw, loss] target of a scalar outcome, clipped to [-1, 1]: one-hot for 1, 0 and
     -1; between them the draw shares the mass, e.g. 0.4 -> [0.4, 0.6, 0], so the target's
-    P(win) - P(loss) is the outcome (a game scored by degree, `chess_adjudication.MaterialScore`).
+    P(win) - P(loss) is the outcome (a game scored by degree, `turbozero.games.chess.adjudication.MaterialScore`).
     """
     o = jnp.clip(outcome.astype(jnp.float32), -1.0, 1.0)
     win = jnp.maximum(o, 0.0)

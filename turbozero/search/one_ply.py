@@ -45,7 +45,7 @@ def one_ply_search(env: Env, evaluator: NetworkEvaluator, variables: Any, states
     `env.max_legal_actions`, the least that holds every legal move) is a static count."""
     if env.is_simultaneous:
         raise ValueError(f"{env.id} is a simultaneous-move game: a 1-ply search needs one "
-                         "mover per state (PyRat's greedy player is the env's own)")
+                         "mover per state (a simultaneous game registers its own greedy player)")
     width = env.max_legal_actions if width is None else width
     if width < env.max_legal_actions:
         raise ValueError(f"one_ply_search width {width} is below {env.id}'s "

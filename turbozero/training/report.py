@@ -33,8 +33,8 @@ COLUMNS = {
                          "first place)",
     "win rate": "won / finished ('-': no game finished)",
     "mean return": "the agent's reward per finished game, averaged, in the game's points "
-                   "(+1 a win, -1 a loss; backgammon: 2 a gammon, 3 a backgammon; simultaneous "
-                   "games: its score minus the opponent's)",
+                   "(+1 a win, -1 a loss; a game scoring by degree counts its points, e.g. 2 "
+                   "for a gammon; simultaneous games: its score minus the opponent's)",
 }
 
 # the loss parts the loop records (metrics.jsonl, the progress bar, `turbozero train`'s summary)

@@ -4,7 +4,7 @@
   policy that `evaluation.play_match` plays like any other.
 - `stockfish`: Stockfish through python-chess's UCI engine module at its weakest settings
   (UCI option "Skill Level" 0, search depth 1). Stockfish is not jittable, so its match is a
-  Python loop over a batch of games, as gnubg's is (`training/gnubg_eval.py`): the agent's
+  Python loop over a batch of games, as gnubg's is (`games/backgammon/gnubg_match.py`): the agent's
   moves come from one jitted batched call per step, Stockfish's from the engine per game, and
   a python-chess board beside each game converts actions to moves and back
   (`envs._src.chess.pychess`).

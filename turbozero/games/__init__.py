@@ -13,7 +13,7 @@ import flax.linen as nn
 import jax
 
 from envs.core import Env
-from turbozero.chess_referees import (STOCKFISH_OPPONENT_INSTALL, material_policy,
+from turbozero.games.chess.referees import (STOCKFISH_OPPONENT_INSTALL, material_policy,
                                       stockfish_match)
 from turbozero.networks import MLPNet, ResNet, TwoPlayerNet
 from turbozero.networks.value_formats import (
@@ -62,7 +62,7 @@ def _gomoku_extender(env: Env) -> Callable:
 
 
 def _gnubg_match(env, agent, variables, key, num_games, max_steps):
-    from turbozero.training.gnubg_eval import play_against_gnubg
+    from turbozero.games.backgammon.gnubg_match import play_against_gnubg
 
     return play_against_gnubg(env, agent, variables, key, num_games, max_steps)
 
