@@ -98,7 +98,19 @@ def _check_acting(acting: Any) -> None:
 
 
 @dataclasses.dataclass(frozen=True)
-class AlphaZero(_AlgorithmConfig):
+class _SearchAndActing(_AlgorithmConfig):
+    """The fields of an algorithm that acts by a temperature schedule on its policy target."""
+
+    search: Any = None  # each algorithm sets its own default
+    acting: TemperatureSchedule = TemperatureSchedule()
+    eval_search: Any = None
+
+    def __post_init__(self) -> None:
+        _check_acting(self.acting)
+
+
+@dataclasses.dataclass(frozen=True)
+class AlphaZero(_SearchAndActing):
     """Tree search over the true dynamics of a turn-based game; policy target = the search's
     visit distribution, value target = the game's return.
 
@@ -109,42 +121,27 @@ class AlphaZero(_AlgorithmConfig):
     `AfterstatePlayerConfig` (the value head alone)."""
 
     search: Any = MctxConfig()
-    acting: TemperatureSchedule = TemperatureSchedule()
-    eval_search: Any = None
     runtime_base: ClassVar[str] = "turbozero.training.algorithms:AlphaZeroAlgorithm"
-
-    def __post_init__(self) -> None:
-        _check_acting(self.acting)
 
 
 @dataclasses.dataclass(frozen=True)
-class GraphSearch(_AlgorithmConfig):
+class GraphSearch(_SearchAndActing):
     """Monte-Carlo graph search (decoupled PUCT per player) for simultaneous-move games; one
     policy target per player, one value per seat. search: an `MCGSConfig`; acting and
     eval_search as `AlphaZero`'s."""
 
     search: Any = dataclasses.field(default_factory=lambda: _default("mcgs"))
-    acting: TemperatureSchedule = TemperatureSchedule()
-    eval_search: Any = None
     runtime_base: ClassVar[str] = "turbozero.training.algorithms:GraphSearchAlgorithm"
-
-    def __post_init__(self) -> None:
-        _check_acting(self.acting)
 
 
 @dataclasses.dataclass(frozen=True)
-class MuZero(_AlgorithmConfig):
+class MuZero(_SearchAndActing):
     """A learned model searched by the kernel (`turbozero.training.muzero`). search: a
     `MuZeroConfig` (the kernel's settings, unroll and loss weights); acting and eval_search as
     `AlphaZero`'s."""
 
     search: Any = dataclasses.field(default_factory=lambda: _default("muzero"))
-    acting: TemperatureSchedule = TemperatureSchedule()
-    eval_search: Any = None
     runtime_base: ClassVar[str] = "turbozero.training.muzero:MuZeroAlgorithm"
-
-    def __post_init__(self) -> None:
-        _check_acting(self.acting)
 
 
 @dataclasses.dataclass(frozen=True)
