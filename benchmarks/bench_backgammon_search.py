@@ -29,7 +29,6 @@ import argparse
 import functools
 import math
 import shlex
-import statistics
 import sys
 import time
 
@@ -47,6 +46,7 @@ try:  # the mctx family's config (named SearchConfig before issue 33)
     from turbozero.search import MctxConfig
 except ImportError:  # pragma: no cover - older versions
     from turbozero.search import SearchConfig as MctxConfig
+from timing import time_compiled
 
 
 def _network(env, preset: str, run_dir: str | None, example_obs):
@@ -94,18 +94,11 @@ def mctx_config(args, evaluation: bool = False):
 
 
 def _time_alternately(fns: dict, args_of, repeats: int) -> dict:
-    """Median seconds per call of each compiled fn, the fns called in turn each repetition."""
-    for name, fn in fns.items():  # compile and warm up
-        jax.block_until_ready(fn(*args_of(-1)))
-        jax.block_until_ready(fn(*args_of(-2)))
-    times = {name: [] for name in fns}
-    for r in range(repeats):
-        order = list(fns) if r % 2 == 0 else list(fns)[::-1]
-        for name in order:
-            t0 = time.perf_counter()
-            jax.block_until_ready(fns[name](*args_of(r)))
-            times[name].append(time.perf_counter() - t0)
-    return {name: statistics.median(t) for name, t in times.items()}
+    """Median seconds per call of each compiled fn, the fns called in turn each repetition
+    (`timing.time_compiled`: two warm-up calls, the args built before each clock starts, and a
+    timed call that compiles or runs JAX ops un-jitted refused)."""
+    t = time_compiled(fns, args=args_of, repeats=repeats, warmup=2)
+    return {name: timing.median for name, timing in t.items()}
 
 
 def speed(args, env, evaluator, variables, states) -> None:

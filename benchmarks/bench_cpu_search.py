@@ -12,16 +12,17 @@ evaluator: ms per call of the jitted pool evaluator per batch size (the floor of
 selfplay: positions/s and simulations/s of self-play at equal simulations and network (the
     tiny network of benchmarks/bench_search_kernel.py): the CPU path with 1 and 2 worker threads
     against the all-JAX tree kernel (`search_env`, TreeSearchConfig) stepping every game once
-    per move. Compiles are excluded (a warm-up run first).
+    per move. Whole calls of both sides, alternately, by `timing.time_compiled` (warm-up
+    first; a timed call that compiles or runs JAX ops un-jitted raises): an un-jitted
+    `jax.vmap(env.init)` inside the JAX side's timed call once made the C++ path look 2.7-3.6x
+    faster than it is (docs/benchmarks.md, "Fair timing").
 """
 
 from __future__ import annotations
 
 import argparse
-import time
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 import envs
@@ -31,6 +32,7 @@ from turbozero.search.cpu import CPUSearchConfig, require_extension
 from turbozero.search.cpu import NEW_GAME
 from turbozero.search.cpu.selfplay import (
     CPUSelfPlayConfig, cpu_self_play, make_pool_evaluator, make_state_pool)
+from timing import time_compiled
 
 TINY = {"num_filters": 8, "num_blocks": 1}
 
@@ -66,73 +68,103 @@ def _network(game):
 
 
 def _jax_selfplay(env, evaluator, variables, games, sims, moves, leaves):
+    """The all-JAX side as one host-side call of compiled functions: a jitted init of the
+    games, then one jitted search-and-step per move. The keys are made here, before timing:
+    the timed call may only run compiled code (benchmarks/timing.py)."""
     from turbozero.search.kernel import TreeSearchConfig, search_env
 
     # the same leaves per step as the CPU path: both batch L leaves per tree per network call
     cfg = TreeSearchConfig(num_simulations=sims, root=PUCTRoot(), temperature=1.0,
                            leaves_per_step=leaves)
+    init = jax.jit(jax.vmap(env.init))
 
     @jax.jit
     def move(states, key):
         res = search_env(env, evaluator, variables, states, key, cfg)
         return jax.vmap(env.step)(states, res.action)
 
+    init_keys = jax.random.split(jax.random.PRNGKey(0), games)
+    move_keys = [jax.random.PRNGKey(i) for i in range(moves)]
+
     def play():
-        states = jax.vmap(env.init)(jax.random.split(jax.random.PRNGKey(0), games))
-        for i in range(moves):
-            states = move(states, jax.random.PRNGKey(i))
-        return jax.block_until_ready(states)
+        states = init(init_keys)
+        for k in move_keys:
+            states = move(states, k)
+        return states
 
-    play()  # compile
-    t0 = time.perf_counter()
-    play()
-    return time.perf_counter() - t0
+    return play
 
 
-def evaluator_cost(game, tiers):
+# the CPU path's `run_coordinator` builds its state pool with eager JAX ops
+# (`make_state_pool`: `env.init_state` and a `jnp.zeros` per field, a few ms per call); the
+# whole `cpu_self_play` call is timed, so those are let through and counted in the output
+_CPU_PATH_EAGER = ("turbozero/search/cpu/selfplay.py:make_state_pool",)
+
+
+def evaluator_cost(game, tiers, repeats):
     """Seconds per call of the jitted pool evaluator (step + observe + network) per batch size:
     the floor under the CPU path's time per batch."""
-    from _timing import median_time
-
     env, evaluator, variables = _network(game)
     key = jax.random.PRNGKey(3)
     evaluate = make_pool_evaluator(env, evaluator, key)
     pool = make_state_pool(env, 2 * max(tiers) + 1)
-    print("| batch | ms per call | us per state |")
+    print("| batch | ms per call (median) | us per state |")
     print("| --- | --- | --- |")
     for t in tiers:
         idx = np.arange(t, dtype=np.int32)
         pool, _ = evaluate(pool, variables, np.full(t, NEW_GAME, np.int32), idx, idx)
         box = [pool]
+        parent, action, dest = idx, np.full(t, 12, np.int32), idx + t
 
         def call():
-            box[0], out = evaluate(box[0], variables, idx, np.full(t, 12, np.int32), idx + t)
+            box[0], out = evaluate(box[0], variables, parent, action, dest)
             return out
-        sec = median_time(call, 5)
+        sec = time_compiled({"evaluate": call}, repeats=repeats)["evaluate"].median
         pool = box[0]
         print(f"| {t} | {sec * 1e3:.1f} | {sec / t * 1e6:.0f} |")
 
 
-def selfplay(game, games, sims, moves, workers_list, leaves, tiers):
+def selfplay(game, games, sims, moves, workers_list, leaves, tiers, repeats):
+    """Whole self-play calls of both paths timed alternately (benchmarks/timing.py: warm-up
+    first, then only compiled code in the timed calls), median seconds per call. The CPU path's
+    call also replays its games for training samples (`cpu_self_play`'s last step); its
+    "search loop" column is the coordinator's own clock around the search alone."""
     env, evaluator, variables = _network(game)
     key = jax.random.PRNGKey(3)
-    print(f"| path | workers | games | sims | positions | seconds | positions/s | sims/s |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-    t = _jax_selfplay(env, evaluator, variables, games, sims, moves, leaves)
-    n = games * moves
-    print(f"| all-JAX kernel (L={leaves}) | - | {games} | {sims} | {n} | {t:.2f} | {n / t:.1f} | "
-          f"{n * sims / t:.0f} |")
+    fns = {f"all-JAX kernel (L={leaves})": _jax_selfplay(env, evaluator, variables, games,
+                                                          sims, moves, leaves)}
     pool_eval = make_pool_evaluator(env, evaluator, key)
+    loop_seconds = {}
     for w in workers_list:
         cfg = CPUSelfPlayConfig(search=CPUSearchConfig(), num_workers=w, num_games=games,
                                 num_simulations=sims, leaves_per_step=leaves, max_moves=moves,
                                 batch_tiers=tuple(tiers), seed=w)
-        cpu_self_play(env, evaluator, variables, cfg, key, pool_evaluator=pool_eval)  # compile
-        out = cpu_self_play(env, evaluator, variables, cfg, key, pool_evaluator=pool_eval)
-        s = out.stats
-        print(f"| CPU path (L={leaves}) | {w} | {games} | {sims} | {s['moves']} | "
-              f"{s['seconds']:.2f} | {s['moves'] / s['seconds']:.1f} | "
-              f"{s['simulations'] / s['seconds']:.0f} |")
+        name = f"CPU path (L={leaves}), {w} worker{'s' if w > 1 else ''}"
+        loop_seconds[name] = []
+
+        def run(cfg=cfg, name=name):
+            out = cpu_self_play(env, evaluator, variables, cfg, key, pool_evaluator=pool_eval)
+            loop_seconds[name].append(out.stats["seconds"])
+            assert out.stats["moves"] == games * moves, out.stats  # every game played out
+            return out.policy
+        fns[name] = run
+    # two warm-up rounds: with 2 workers the batch sizes vary between calls, and every tier
+    # must be compiled before the clock runs
+    t = time_compiled(fns, repeats=repeats, warmup=2,
+                      allow_eager_in={n: _CPU_PATH_EAGER for n in fns if n.startswith("CPU")})
+    n = games * moves
+    base = t[next(iter(fns))].median
+    print(f"{game}, {games} games x {moves} moves, {sims} simulations per move, median of "
+          f"{repeats} alternating whole calls ({jax.devices()[0].platform})")
+    print("| path | seconds per call | positions/s | sims/s | speed vs kernel | "
+          "search loop s | eager ops let through per call |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for name, timing in t.items():
+        sec = timing.median
+        loop = (f"{np.median(loop_seconds[name][-repeats:]):.2f}" if name in loop_seconds
+                else "-")
+        print(f"| {name} | {sec:.2f} | {n / sec:.1f} | {n * sims / sec:.0f} | "
+              f"{base / sec:.2f}x | {loop} | {timing.allowed_eager_per_call:.0f} |")
 
 
 def main():
@@ -149,18 +181,20 @@ def main():
     s.add_argument("--leaves", type=int, default=4)
     s.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     s.add_argument("--tiers", type=int, nargs="+", default=[32, 64])
+    s.add_argument("--repeats", type=int, default=3)
     e = sub.add_parser("evaluator")
     e.add_argument("--game", default="chess")
     e.add_argument("--tiers", type=int, nargs="+", default=[16, 64])
+    e.add_argument("--repeats", type=int, default=5)
     a = p.parse_args()
     if a.cmd == "alloc":
         alloc()
     elif a.cmd == "queue":
         queue(a.workers)
     elif a.cmd == "evaluator":
-        evaluator_cost(a.game, a.tiers)
+        evaluator_cost(a.game, a.tiers, a.repeats)
     else:
-        selfplay(a.game, a.games, a.sims, a.moves, a.workers, a.leaves, a.tiers)
+        selfplay(a.game, a.games, a.sims, a.moves, a.workers, a.leaves, a.tiers, a.repeats)
 
 
 if __name__ == "__main__":

@@ -5,15 +5,15 @@
 For each game the families that can search it run on the same env, network (the game's trunk
 at a small width) and positions; a jittable family is jitted and only compiled calls are timed,
 the host-side `cpu` family (the C++ tree) is timed as it is called. Figures are the fastest of
-interleaved calls (`bench_search_kernel._interleaved_min`'s reasoning: on a shared machine the
-minimum is least changed by other processes) and positions searched per second. docs/search.md
+interleaved calls (`timing.time_compiled`, which refuses a timed call that compiles or runs JAX
+ops un-jitted; on a shared machine the minimum is least changed by other processes) and
+positions searched per second. docs/search.md
 ("The core: one contract, six families") holds the table.
 """
 
 from __future__ import annotations
 
 import argparse
-import time
 
 import jax
 
@@ -22,6 +22,12 @@ from turbozero.games import build_network, game_spec
 from turbozero.search import (
     AfterstatePlayerConfig, MCGSConfig, MctxConfig, NetworkEvaluator, OnePlyConfig, PUCTRoot,
     TreeSearchConfig, available_families, random_actions, search)
+from timing import time_compiled
+
+# the `cpu` family is host-side library code timed as it is called: its own eager JAX ops
+# (key splits, the state pool, the result's jnp.asarray) are part of its cost; they are let
+# through and their count printed, while any other eager op or compile is refused
+_CPU_FAMILY_EAGER = ("turbozero/search/cpu/search.py:cpu_search",)
 
 SMALL = {"resnet": {"num_filters": 8, "num_blocks": 1}, "mlp": {"hidden_sizes": (64, 64)}}
 
@@ -65,18 +71,6 @@ def _configs(game: str, sims: int) -> dict:
     return configs
 
 
-def _interleaved_min(fns: dict, repeats: int) -> dict:
-    for fn in fns.values():
-        jax.block_until_ready(fn())  # compile and warm up
-    best = {name: float("inf") for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            t0 = time.perf_counter()
-            jax.block_until_ready(fn())
-            best[name] = min(best[name], time.perf_counter() - t0)
-    return best
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", nargs="+", default=["chess", "backgammon", "pyrat"])
@@ -90,12 +84,18 @@ def main() -> None:
     for game in args.games:
         env, evaluator, variables, states = _setup(game, args.batch)
         fns = {}
+        key = jax.random.PRNGKey(2)  # made before timing: the timed calls only run compiled code
         for name, config in _configs(game, args.sims).items():
             family_call = (lambda c: lambda v, s, k: search(env, evaluator, v, s, k, c))(config)
             run = jax.jit(family_call) if name != "cpu" else family_call
-            fns[name] = (lambda r: lambda: r(variables, states, jax.random.PRNGKey(2)).action)(run)
-        for name, seconds in _interleaved_min(fns, args.repeats).items():
-            print(f"{game:<12}{name:<12}{1e3 * seconds:>12.1f}{args.batch / seconds:>13.1f}")
+            fns[name] = (lambda r: lambda: r(variables, states, key).action)(run)
+        timings = time_compiled(fns, repeats=args.repeats,
+                                allow_eager_in={"cpu": _CPU_FAMILY_EAGER} if "cpu" in fns else None)
+        for name, t in timings.items():
+            seconds = t.min
+            eager = (f"  ({t.allowed_eager_per_call:.0f} eager JAX ops per call, its own)"
+                     if t.allowed_eager_per_call else "")
+            print(f"{game:<12}{name:<12}{1e3 * seconds:>12.1f}{args.batch / seconds:>13.1f}{eager}")
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ floor: the model alone (env transition + observe + network, `sims` calls): a sea
 from __future__ import annotations
 
 import argparse
-import time
 
 import jax
 import jax.numpy as jnp
@@ -25,6 +24,7 @@ import envs
 from turbozero.games import build_network, game_spec
 from turbozero.search import (
     NetworkEvaluator, PUCTRoot, MctxConfig, TreeSearchConfig, random_actions, search)
+from timing import time_compiled
 
 
 TINY = {"num_filters": 8, "num_blocks": 1}
@@ -43,17 +43,12 @@ def _setup(game: str, batch: int, plies: int = 6):
 
 
 def _interleaved_min(fns, repeats):
-    """Fastest wall time of each function, the calls interleaved: on a shared, loaded machine
-    the minimum of interleaved runs is the figure least changed by other processes."""
-    for fn in fns:
-        jax.block_until_ready(fn())  # compile and warm up
-    best = [float("inf")] * len(fns)
-    for _ in range(repeats):
-        for i, fn in enumerate(fns):
-            t0 = time.perf_counter()
-            jax.block_until_ready(fn())
-            best[i] = min(best[i], time.perf_counter() - t0)
-    return best
+    """Fastest wall time of each function (a list, in order), the calls interleaved
+    (`timing.time_compiled`, which refuses a timed call that compiles or runs JAX ops
+    un-jitted): on a shared, loaded machine the minimum of interleaved runs is the figure least
+    changed by other processes."""
+    t = time_compiled({i: fn for i, fn in enumerate(fns)}, repeats=repeats)
+    return [t[i].min for i in range(len(fns))]
 
 
 def _search_fn(env, evaluator, config):
