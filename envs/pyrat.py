@@ -159,6 +159,9 @@ class PyRat(Env):
         # game), so they are part of the key; scores are multiples of 0.5, indexed by 2 * score
         self._z_score = _zobrist((2, 2 * self.cheese_count + 1), 5)
         self._z_end = _zobrist((), 6)
+        # the nearness plane's distance field (its int width depends on the longest distance)
+        max_weight = int(self.fixed_maze.cost.max()) if self.fixed_maze is not None else self.mud_range
+        self._distance = mz.make_distance_to_cheese(self.width, self.height, max_weight)
 
     # ------------------------------------------------------------------ protocol
     def _init(self, key: PRNGKey) -> PyRatState:
@@ -221,26 +224,45 @@ class PyRat(Env):
         # follows
         near = 1.0 / (1.0 + self.distance_to_cheese(state).astype(jnp.float32))
 
-        def planes(maze, cheese, pos, mud, scores, near):
-            me = jnp.zeros((h, w), jnp.float32).at[pos[0, 1], pos[0, 0]].set(1.0)
-            op = jnp.zeros((h, w), jnp.float32).at[pos[1, 1], pos[1, 0]].set(1.0)
-            full = jnp.ones((h, w), jnp.float32)
-            ic = jnp.maximum(state.initial_cheese, 1.0)
-            return jnp.concatenate([
-                (maze == 0).astype(jnp.float32),
-                (jnp.maximum(maze, 1) - 1).astype(jnp.float32),
-                cheese.astype(jnp.float32)[..., None],
-                jnp.stack([me, op, me * mud[0], op * mud[1], full * scores[0] / ic,
-                           full * scores[1] / ic,
-                           full * state.step_count / self.max_episode_steps, near], axis=-1),
-            ], axis=-1)
+        # One set of planes, built for the viewer, instead of both players' planes and a select
+        # between them: with the viewer batched, the select computed both (issue 34 item 6;
+        # building the 17 planes cost about as much as the distance field, docs/benchmarks.md).
+        # Player 2's planes are player 1's turned round with the channels swapped (VIEW_CHANNELS),
+        # so the per-cell inputs are oriented with selects before the planes are made; the
+        # arithmetic on each value is the one the two-view version did, so the floats are equal.
+        flip = player_id == 1
 
-        p1 = planes(state.maze, state.cheese, state.positions, state.mud_turns, state.scores, near)
-        rot_maze = state.maze[::-1, ::-1][..., jnp.array([2, 3, 0, 1])]
-        rot_pos = jnp.stack([w - 1 - state.positions[:, 0], h - 1 - state.positions[:, 1]], 1)
-        p2 = planes(rot_maze, state.cheese[::-1, ::-1], rot_pos[::-1], state.mud_turns[::-1],
-                    state.scores[::-1], near[::-1, ::-1])
-        return jnp.where(player_id == 1, p2, p1)
+        def turn(a):  # a [H, W, ...] as the viewer sees it
+            return jnp.where(flip, a[::-1, ::-1], a)
+
+        def seats(v):  # (the viewer's, the opponent's) entry of a per-player vector
+            return jnp.where(flip, v[1], v[0]), jnp.where(flip, v[0], v[1])
+
+        (mx, ox), (my, oy) = seats(state.positions[:, 0]), seats(state.positions[:, 1])
+        mx, ox = jnp.where(flip, w - 1 - mx, mx), jnp.where(flip, w - 1 - ox, ox)
+        my, oy = jnp.where(flip, h - 1 - my, my), jnp.where(flip, h - 1 - oy, oy)
+        mud_me, mud_op = seats(state.mud_turns)
+        score_me, score_op = seats(state.scores)
+        # one-hots by comparison with the cell coordinates (a scatter per plane was slower)
+        ys, xs = jnp.arange(h)[:, None], jnp.arange(w)[None, :]
+        me = ((ys == my) & (xs == mx)).astype(jnp.float32)
+        op = ((ys == oy) & (xs == ox)).astype(jnp.float32)
+        full = jnp.ones((h, w), jnp.float32)
+        ic = jnp.maximum(state.initial_cheese, 1.0)
+        # the maze's 8 planes are made unturned and turned afterwards: a rotated view sees
+        # direction d as the board's (d + 2) % 4, a swap of plane pairs
+        walls = (state.maze == 0).astype(jnp.float32)
+        mud = (jnp.maximum(state.maze, 1) - 1).astype(jnp.float32)
+        rot = jnp.concatenate([walls, mud], axis=-1)[::-1, ::-1]
+        rot = jnp.concatenate([rot[..., 2:4], rot[..., 0:2], rot[..., 6:8], rot[..., 4:6]], -1)
+        maze_planes = jnp.where(flip, rot, jnp.concatenate([walls, mud], axis=-1))
+        return jnp.concatenate([
+            maze_planes,
+            turn(state.cheese).astype(jnp.float32)[..., None],
+            jnp.stack([me, op, me * mud_me, op * mud_op, full * score_me / ic,
+                       full * score_op / ic, full * state.step_count / self.max_episode_steps,
+                       turn(near)], axis=-1),
+        ], axis=-1)
 
     # ------------------------------------------------------------- search support
     def effective_outcomes(self, state: PyRatState) -> tuple[Array, Array, Array]:
@@ -306,20 +328,10 @@ class PyRat(Env):
 
     # --------------------------------------------------------------- baselines
     def distance_to_cheese(self, state: PyRatState) -> Array:
-        """int32[H, W]: turns from each cell to the nearest cheese, mud weighted (big if none)."""
-        big = jnp.int32(1 << 20)
-        d0 = jnp.where(state.cheese, 0, big).astype(jnp.int32)
-        maze = state.maze
-
-        def body(c):
-            d, _ = c
-            new = d
-            for k in range(4):
-                nb = mz.neighbour(d, k, big)
-                new = jnp.minimum(new, jnp.where(maze[..., k] > 0, maze[..., k] + nb, big))
-            return new, jnp.any(new != d)
-
-        return jax.lax.while_loop(lambda c: c[1], body, (d0, jnp.array(True)))[0]
+        """int32[H, W]: turns from each cell to the nearest cheese, mud weighted (big if none).
+        Bellman-Ford in `lax.while_loop`, with one loop for a whole vmapped batch
+        (`envs._src.pyrat.maze.make_distance_to_cheese`)."""
+        return self._distance(state.maze, state.cheese)
 
     def greedy_actions(self, state: PyRatState) -> Array:
         """int32[2]: each rat takes a first step of a shortest (mud-weighted) path to the nearest

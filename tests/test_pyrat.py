@@ -359,3 +359,46 @@ def test_greedy_baseline():
     final = run(states, jax.random.PRNGKey(4))
     assert bool(final.terminated.all())
     assert float(final.scores[:, 0].mean()) > float(final.scores[:, 1].mean()) + 2
+
+
+def _distances_numpy(cost, cheese):
+    """Mud-weighted turns to the nearest cheese by plain Bellman-Ford (1 << 20 if none)."""
+    h, w = cheese.shape
+    big = 1 << 20
+    d = np.where(cheese, 0, big).astype(np.int64)
+    changed = True
+    while changed:
+        changed = False
+        for y in range(h):
+            for x in range(w):
+                for k, (dx, dy) in enumerate(((0, 1), (1, 0), (0, -1), (-1, 0))):
+                    c = int(cost[y, x, k])
+                    if c > 0 and d[y + dy, x + dx] + c < d[y, x]:
+                        d[y, x] = d[y + dy, x + dx] + c
+                        changed = True
+    return d
+
+
+def test_batched_distance_rule_matches_each_game():
+    """The batched rule of the distance field (one loop for the whole batch, int16 cells) gives
+    each game's own distances: vmapped with the maze and cheese batched or shared, unbatched,
+    and on the int32 path (mud weights up to 127); empty cheese gives 1 << 20 everywhere."""
+    # 7x5 keeps every distance in int16; 21x15 with weights up to 127 may reach 314 * 127
+    for kw in ({"width": 7, "height": 5}, {"width": 21, "height": 15, "mud_range": 127,
+                                           "mud_density": 0.5}):
+        env = PyRat(cheese_count=6, **kw)
+        states = jax.vmap(env.init_state)(jax.random.split(jax.random.PRNGKey(5), 6))
+        # thin the cheese at random (one game keeps none) so the fields differ from the start's
+        keep = jax.random.bernoulli(jax.random.PRNGKey(6), 0.5, states.cheese.shape)
+        cheese = (states.cheese & keep).at[0].set(False)
+        states = states.replace(cheese=cheese)
+        batched = np.asarray(jax.jit(jax.vmap(env.distance_to_cheese))(states))
+        shared_maze = np.asarray(jax.vmap(env._distance, in_axes=(None, 0))(states.maze[1], cheese))
+        for i in range(6):
+            expect = _distances_numpy(np.asarray(states.maze[i]), np.asarray(cheese[i]))
+            np.testing.assert_array_equal(batched[i], expect)
+            one = jax.tree_util.tree_map(lambda x: x[i], states)
+            np.testing.assert_array_equal(np.asarray(env.distance_to_cheese(one)), expect)
+            np.testing.assert_array_equal(
+                shared_maze[i], _distances_numpy(np.asarray(states.maze[1]), np.asarray(cheese[i])))
+        assert (batched[0] == 1 << 20).all()

@@ -342,3 +342,76 @@ def max_cheese(width: int, height: int) -> int:
     n = width * height
     pairs = n // 2 - 1  # pairs of twin cells, the start pair excluded
     return 2 * pairs + (1 if n % 2 else 0)
+
+
+# ------------------------------------------------------------------ distance to the cheese
+BIG = 1 << 20  # "no cheese reachable" in `distance_to_cheese` (its value since the first version)
+
+
+def make_distance_to_cheese(width: int, height: int, max_weight: int):
+    """`f(cost, cheese) -> int32[H, W]`: mud-weighted turns from each cell to the nearest cheese
+    (`BIG` where none is reachable), by Bellman-Ford relaxation until nothing changes.
+
+    Where the time went (issue 34 item 6, docs/benchmarks.md): under `vmap` a `lax.while_loop`
+    with a per-game stop condition carries a per-game select and a per-game reduction in every
+    round, which cost 10x the loop itself (an 18-round loop of one add on [1024, 315] int16:
+    0.49 ms with one stop condition, 4.7 ms with a per-game one, measured 2026-11-27 on the
+    shared 2-core CPU). So the batched rule (`custom_vmap`) runs one loop for the whole batch,
+    stopping when no game changed: extra rounds leave a settled game as it is (relaxation
+    is idempotent at its fixed point), so the result is the same as each game's own loop.
+    The games lie along the minor axis ([cells, games]), so the four neighbour shifts are whole
+    rows; distances are int16 when every finite one fits (the default boards: 2 bytes a cell
+    instead of 4 halves the memory every round streams through). Both measured in
+    benchmarks/bench_pyrat_env.py: about 4x over the vmapped per-game loop at batch 64.
+    """
+    n = width * height
+    # int16 needs every finite distance (at most (n - 1) * max_weight) and two caps summed
+    # (a wall's weight plus an unreached neighbour) below 2**15
+    if (n - 1) * max(max_weight, 1) < 16000:
+        dtype, cap = jnp.int16, 16000
+    else:
+        # values at or above BIG stay BIG, as the first version's loop kept them
+        dtype, cap = jnp.int32, BIG
+    offsets = [int(DY[d]) * width + int(DX[d]) for d in range(4)]  # flat neighbour offsets
+
+    def prepare(cost, cheese):
+        c = cost.reshape(n, 4)
+        # a wall or the board edge weighs `cap`: crossing it never beats an unreached cell, and
+        # it also stops the flat left/right shifts from wrapping round to the next row
+        weights = jnp.where(c > 0, c, cap).astype(dtype).T  # [4, n]
+        return weights, jnp.where(cheese.reshape(n), 0, cap).astype(dtype)
+
+    def settle(weights, d0):
+        """weights [4, n, B], d0 [n, B] -> the fixed point, one stop condition for all B."""
+        fill = jnp.full((width, d0.shape[1]), cap, dtype)
+
+        def shifted(d, off):  # out[i] = d[i + off], `cap` off the board
+            f = fill[:abs(off)]
+            return jnp.concatenate([d[off:], f]) if off > 0 else jnp.concatenate([f, d[:n + off]])
+
+        def body(c):
+            d, _ = c
+            new = d
+            for k in range(4):
+                new = jnp.minimum(new, weights[k] + shifted(d, offsets[k]))
+            return new, jnp.any(new != d)
+
+        return jax.lax.while_loop(lambda c: c[1], body, (d0, jnp.array(True)))[0]
+
+    def finish(d):
+        return jnp.where(d >= cap, BIG, d.astype(jnp.int32)).reshape(height, width)
+
+    @jax.custom_batching.custom_vmap
+    def distance(cost, cheese):
+        weights, d0 = prepare(cost, cheese)
+        return finish(settle(weights[..., None], d0[:, None])[:, 0])
+
+    @distance.def_vmap
+    def _batched(axis_size, in_batched, cost, cheese):
+        cost, cheese = (x if b else jnp.broadcast_to(x, (axis_size,) + x.shape)
+                        for x, b in zip((cost, cheese), in_batched))
+        weights, d0 = jax.vmap(prepare)(cost, cheese)  # [B, 4, n], [B, n]
+        d = settle(weights.transpose(1, 2, 0), d0.T)
+        return jax.vmap(finish)(d.T), True
+
+    return distance
