@@ -336,6 +336,20 @@ class EnvChecker:
                               "a vmapped step equals the unbatched step",
                               f"game 1, step {t}")
 
+    def _check_action_before_and_after(self, s, out, where: str) -> None:
+        """`check_action` accepts a legal action at the live state `s` and refuses it at the
+        finished state `out` that an illegal action made of it."""
+        env = self.env
+        legal = random_legal_action(env, s, jax.random.PRNGKey(0))
+        try:
+            env.check_action(s, legal)
+        except ValueError as e:
+            self.fail("check_action accepts legal actions",
+                      f"action {np.asarray(legal).tolist()} is in the mask, but: {e}")
+        self.require_raises(lambda: env.check_action(out, legal),
+                            "check_action refuses actions once the game is over",
+                            where, match="game is over")
+
     def check_illegal_action(self, playout: Playout, t: int) -> None:
         """An illegal action at game 0's live step `t` ends the game where it stood with the
         penalty; `check_action` refuses it; the finished game absorbs what comes next."""
@@ -361,15 +375,7 @@ class EnvChecker:
                      f"step_count went {int(s.step_count)} -> {int(out.step_count)}, not +1")
         self.require(int(out.current_player) == int(s.current_player), rule,
                      f"current_player went {int(s.current_player)} -> {int(out.current_player)}")
-        legal = random_legal_action(env, s, jax.random.PRNGKey(0))
-        try:
-            env.check_action(s, legal)
-        except ValueError as e:
-            self.fail("check_action accepts legal actions",
-                      f"action {np.asarray(legal).tolist()} is in the mask, but: {e}")
-        self.require_raises(lambda: env.check_action(out, legal),
-                            "check_action refuses actions once the game is over",
-                            "check_action on a finished state", match="game is over")
+        self._check_action_before_and_after(s, out, "check_action on a finished state")
         # the position is unchanged: every field the game adds to State is as it was
         for f in type(s).__dataclass_fields__:
             if f not in State.__dataclass_fields__:
@@ -508,15 +514,7 @@ class EnvChecker:
                      "an illegal decision did not end the game, or left it at a chance node")
         self.require(int(out.current_player) == int(s.current_player), rule,
                      "an illegal decision changed current_player")
-        legal = random_legal_action(env, s, jax.random.PRNGKey(0))
-        try:
-            env.check_action(s, legal)
-        except ValueError as e:
-            self.fail("check_action accepts legal actions",
-                      f"action {np.asarray(legal).tolist()} is in the mask, but: {e}")
-        self.require_raises(lambda: env.check_action(out, legal),
-                            "check_action refuses actions once the game is over",
-                            "check_action after an illegal decision", match="game is over")
+        self._check_action_before_and_after(s, out, "check_action after an illegal decision")
         again = self.step_deterministic(out, jnp.zeros_like(bad))
         self.require(not np.asarray(again.rewards).any(), "finished states absorb",
                      "step_deterministic on a finished state gave rewards")
