@@ -26,16 +26,15 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 import envs  # noqa: E402
+from timing import time_compiled  # noqa: E402  (benchmarks/timing.py, beside this script)
 
 # the last commit whose envs/pyrat.py computes the nearness plane with the per-step
 # Bellman-Ford loop (the implementation issue 34 item 6 measured at 0.77 ms per step)
@@ -99,16 +98,20 @@ def time_batch(impls: dict, batch: int, args) -> dict:
         results = [outputs[(name, what)] for name in fns]
         if not all(same(results[0], r) for r in results[1:]):
             raise SystemExit(f"batch {batch}: the implementations disagree on {what!r}")
-    times = {(name, what): [] for name in fns for what in inputs}
-    for _ in range(args.repeats):  # interleaved: each repeat times every call once
-        for name, fs in fns.items():
-            for what, f in fs.items():
-                t0 = time.perf_counter()
-                for _ in range(args.calls):
-                    out = f(*inputs[what])
-                jax.block_until_ready(out)
-                times[(name, what)].append((time.perf_counter() - t0) / args.calls)
-    return times
+    def back_to_back(f, what):
+        def run():
+            out = None
+            for _ in range(args.calls):
+                out = f(*inputs[what])
+            return out
+        return run
+
+    # the shared helper (benchmarks/timing.py): interleaved repeats, and a timed region that
+    # compiles or runs JAX eagerly is refused
+    timed = time_compiled({(name, what): back_to_back(f, what)
+                           for name, fs in fns.items() for what, f in fs.items()},
+                          repeats=args.repeats)
+    return {key: [t / args.calls for t in timing.times] for key, timing in timed.items()}
 
 
 def main() -> None:

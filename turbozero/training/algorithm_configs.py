@@ -1,9 +1,12 @@
 """The algorithm a run trains with, named explicitly: `TrainConfig.algorithm`.
 
-    TrainConfig("chess", algorithm=AlphaZero(search=TreeSearchConfig(num_simulations=64),
-                                             acting=TemperatureSchedule(1.0, moves=30)))
-    TrainConfig("pyrat", algorithm=GraphSearch(search=MCGSConfig(num_simulations=32)))
-    TrainConfig("backgammon", algorithm=TD(search=TDConfig(td_lambda=0.7)))
+    TrainConfig(game, algorithm=AlphaZero(search=TreeSearchConfig(num_simulations=64),
+                                          acting=TemperatureSchedule(1.0, moves=30)))
+    TrainConfig(game, algorithm=GraphSearch(search=MCGSConfig(num_simulations=32)))
+    TrainConfig(game, algorithm=TD(search=TDConfig(td_lambda=0.7)))
+
+Which game each suits is the game's business: its presets (`turbozero.presets`) name theirs, and
+docs/training.md, "Algorithms", lists what each needs of an env.
 
 Each class is a frozen config dataclass (stored in a run's JSON like every config): the
 self-play `search`, how self-play picks its move (`acting`, defined here and nowhere else in a

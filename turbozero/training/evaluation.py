@@ -249,7 +249,8 @@ def play_outside_match(env: Env, agent: Callable, variables: Any, key: jax.Array
         actions = (np.array(getattr(out, "action", out), np.int32) if out is not None
                    else np.zeros(num_games, np.int32))
         # the opponent reads the batch on the host, fetched once a step: slicing the device
-        # arrays per game cost ~1/3 of a backgammon match against gnubg (py-spy, 40 games)
+        # arrays per game was ~1/3 of a match against an outside engine (py-spy, 40 games;
+        # measured in docs/learning.md)
         host = jax.device_get(states) if (~done & ~agent_turn).any() else None
         for g in np.flatnonzero(~done):
             if not agent_turn[g]:
