@@ -23,7 +23,7 @@ from turbozero.training import collector as collector_lib
 from turbozero.training import replay
 from turbozero.training.acting import TemperatureSchedule
 from turbozero.training.trainer import (
-    StepRunner, check_decay_mask, decay_mask, make_optimizer, train, train_step)
+    PerStepUpdates, ScanUpdates, StepRunner, check_decay_mask, decay_mask, make_optimizer, train, train_step)
 from turbozero.training.types import Experience, TrainState
 
 
@@ -212,15 +212,19 @@ def test_train_reports_skipped_steps_over_a_replay():
 
 
 @pytest.mark.parametrize("donate", [False, True])
-def test_step_runner_makes_the_updates_of_train(donate):
-    """The Trainer's `StepRunner` (one jitted update per step, called from Python) makes the same
-    updates as `train`'s lax.scan: same keys, parameters, optimizer state and averaged metrics,
-    skipped steps included."""
+@pytest.mark.parametrize("updates", [PerStepUpdates(), ScanUpdates()], ids=["per-step", "scan"])
+def test_both_ways_of_running_updates_make_the_updates_of_train(donate, updates):
+    """The Trainer's two ways of running an iteration's updates (`PerStepUpdates`: one jitted
+    update per step from Python, `StepRunner`; `ScanUpdates`: one jitted lax.scan) make the
+    same updates as `train`'s lax.scan: same keys, parameters, optimizer state and averaged
+    metrics, skipped steps included, with and without donating the train state."""
     buf = _half_poisoned_replay()
     key = jax.random.PRNGKey(3)
     want_ts, want = jax.jit(lambda t, k: train(t, buf, k, loss_fn=_toy_loss(0.5), batch_size=2,
                                                num_steps=12))(_toy_state({"w": jnp.zeros(3)}), key)
-    runner = StepRunner(loss_fn=_toy_loss(0.5), batch_size=2, num_steps=12, donate=donate)
+    runner = updates.build(loss_fn=_toy_loss(0.5), batch_size=2, num_steps=12, donate=donate)
+    if isinstance(updates, PerStepUpdates):
+        assert isinstance(runner, StepRunner)
     got_ts, got = runner(_toy_state({"w": jnp.zeros(3)}), buf, key)
     assert 0 < int(got["skipped_nonfinite"]) < 12  # both kinds of step happened
     assert set(got) == set(want)
@@ -228,3 +232,26 @@ def test_step_runner_makes_the_updates_of_train(donate):
         np.testing.assert_allclose(np.asarray(got[name]), np.asarray(want[name]), rtol=1e-6)
     for a, b in zip(jax.tree_util.tree_leaves(got_ts), jax.tree_util.tree_leaves(want_ts)):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6)
+
+
+def test_updates_are_chosen_by_backend_unless_the_config_says():
+    """Per step on CPU, one scan on GPU and TPU (docs/training.md, "How the updates run");
+    `TrainConfig.updates` overrides it, is checked, and is stored in a run's JSON."""
+    from turbozero.training import TrainConfig
+    from turbozero.training.run_config import config_from_json, config_to_json
+    from turbozero.training.trainer import updates_for_backend
+
+    assert updates_for_backend("cpu") == PerStepUpdates()
+    assert updates_for_backend("gpu") == ScanUpdates()
+    assert updates_for_backend("tpu") == ScanUpdates()
+    cfg = TrainConfig(game="backgammon", updates=ScanUpdates())
+    assert config_from_json(config_to_json(cfg)).updates == ScanUpdates()
+    assert config_from_json(config_to_json(TrainConfig(game="backgammon"))).updates is None
+    with pytest.raises(ValueError, match="updates must be None"):
+        TrainConfig(game="backgammon", updates="scan")
+    from turbozero.training.run_config import parse_overrides, with_overrides
+
+    tag = '{"__dataclass__": "turbozero.training.trainer:ScanUpdates"}'
+    set_on_cli = with_overrides(cfg, parse_overrides(TrainConfig(game="backgammon"),
+                                                     [f"updates={tag}"]))
+    assert set_on_cli.updates == ScanUpdates()

@@ -16,7 +16,7 @@ from turbozero.training.algorithm_configs import (AlphaZero, algorithm_error, al
 from turbozero.training.risk import SelfPlayRisk
 from turbozero.training.stored_observations import ObservationPlanes, check_form
 from turbozero.training.stored_policies import DensePolicy, check_policy_form
-from turbozero.training.trainer import Optimizer
+from turbozero.training.trainer import Optimizer, PerStepUpdates, ScanUpdates
 from turbozero.validation import check_int
 
 # evaluation opponents every game has ("greedy": the algorithm's own network at one ply, or
@@ -57,6 +57,10 @@ class TrainConfig:
     # the optax chain: clipping, masked weight decay, update rule, learning-rate schedule
     # (trainer.Optimizer; any object with build(total_steps) and check(params))
     optimizer: Any = Optimizer()
+    # how an iteration's `train_steps` updates run: trainer.PerStepUpdates() (one jitted call
+    # per update) or trainer.ScanUpdates() (one lax.scan); None picks by backend, per step on
+    # CPU and one scan on GPU/TPU (docs/training.md, "How the updates run")
+    updates: Any = None
     num_iterations: int = 10
     eval_every: int = 5  # 0 disables evaluation
     eval_games: int = 16
@@ -102,6 +106,10 @@ class TrainConfig:
             raise ValueError(f"risk must be a SelfPlayRisk or None, got {self.risk!r}")
         check_form(self.replay_observations)
         check_policy_form(self.replay_policies)
+        if self.updates is not None and not isinstance(self.updates,
+                                                       (PerStepUpdates, ScanUpdates)):
+            raise ValueError("updates must be None (by backend), trainer.PerStepUpdates() or "
+                             f"trainer.ScanUpdates(), got {self.updates!r}")
         if not hasattr(self.optimizer, "build"):
             raise ValueError("optimizer must be a trainer.Optimizer (or an object with "
                              f"build(total_steps)), got {self.optimizer!r}")

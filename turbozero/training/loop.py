@@ -34,7 +34,7 @@ from turbozero.training.metrics import MetricsWriter, TensorBoardWriter, require
 # run directories written before TrainConfig had its own module name it loop:TrainConfig
 from turbozero.training.config import TrainConfig
 from turbozero.training.run_config import check_env_config, config_to_json
-from turbozero.training.trainer import StepRunner
+from turbozero.training.trainer import updates_for_backend
 from turbozero.training.types import TrainState
 
 # the opponent every game has; "greedy" comes from the algorithm (its own network at 1 ply) or,
@@ -208,10 +208,10 @@ class Trainer:
 
         shard = lambda tree: jax.lax.with_sharding_constraint(tree, self._data)  # noqa: E731
 
-        # one jitted update per step, called from Python: on XLA:CPU convolution gradients
-        # inside a lax.scan ran 10-30x slower (measured in trainer.train's docstring and
-        # docs/benchmarks.md "Training steps outside a `lax.scan`")
-        self._train_steps = StepRunner(
+        # per step on CPU, where convolution gradients inside a lax.scan ran 10-30x slower;
+        # one scan on GPU/TPU (docs/training.md, "How the updates run")
+        self.updates = cfg.updates or updates_for_backend(jax.default_backend())
+        self._train_steps = self.updates.build(
             loss_fn=self.algorithm.loss_fn, batch_size=cfg.batch_size, num_steps=cfg.train_steps,
             shard_batch=shard, sample_fn=self.algorithm.sample, donate=cfg.donate_loop_state)
         split = jax.jit(jax.random.split)

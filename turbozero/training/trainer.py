@@ -248,11 +248,12 @@ def train(
     number of steps skipped for a non-finite loss or gradient. `l2_reg_lambda` is the in-loss L2
     of the loss functions' signature; the Trainer passes 0 and decays weights in the optimizer.
 
-    The Trainer does not use this: on XLA:CPU, gradients of convolutions inside a loop body
-    (this scan) run 10-30x slower than the same gradients outside one (measured: chess tiny
-    network, 8 gradients 0.11 s outside a loop, 3.6 s in a fori_loop; forward passes are not
-    affected; jax issue 12868 is the forward case). `StepRunner` calls one jitted step per
-    update from Python instead, with the same keys and results.
+    The Trainer runs this on GPU and TPU (`ScanUpdates`), not on CPU: on XLA:CPU, gradients
+    of convolutions inside a loop body (this scan) run 10-30x slower than the same gradients
+    outside one (measured: chess tiny network, 8 gradients 0.11 s outside a loop, 3.6 s in a
+    fori_loop; forward passes are not affected; jax issue 12868 is the forward case).
+    `StepRunner` (`PerStepUpdates`) calls one jitted step per update from Python instead, with
+    the same keys and results.
     """
     step = functools.partial(sampled_step, **step_options)
     train_state, metrics = jax.lax.scan(lambda ts, k: step(ts, buffer, k), train_state,
@@ -270,7 +271,9 @@ class StepRunner:
         self.num_steps = num_steps
         self.step = jax.jit(functools.partial(sampled_step, **step_options),
                             donate_argnums=(0,) if donate else ())
-        self._keys = jax.jit(lambda key: jax.random.split(key, num_steps))
+        # the keys as a tuple of arrays: indexing one split array from Python ran two eager
+        # ops (slice, squeeze) per update (benchmarks/timing.py caught them)
+        self._keys = jax.jit(lambda key: tuple(jax.random.split(key, num_steps)))
         self._summarize = jax.jit(lambda ms: summarize_steps(
             jax.tree_util.tree_map(lambda *x: jnp.stack(x), *ms)))
 
@@ -282,3 +285,32 @@ class StepRunner:
             train_state, m = self.step(train_state, buffer, keys[i])
             metrics.append(m)
         return train_state, self._summarize(metrics)
+
+
+# ---------------------------------------------------- how an iteration's updates are run
+@dataclasses.dataclass(frozen=True)
+class PerStepUpdates:
+    """An iteration's updates as one jitted `sampled_step` call per update from Python
+    (`StepRunner`). The choice on CPU, where convolution gradients inside a `lax.scan` ran
+    10-30x slower (`train`'s docstring; docs/training.md, "How the updates run")."""
+
+    def build(self, *, num_steps: int, donate: bool = False, **step_options: Any) -> Callable:
+        return StepRunner(num_steps=num_steps, donate=donate, **step_options)
+
+
+@dataclasses.dataclass(frozen=True)
+class ScanUpdates:
+    """An iteration's updates as one jitted `lax.scan` (`train`): one dispatch per iteration
+    instead of one per update. The choice on GPU and TPU (docs/training.md, "How the updates
+    run", has both measurements)."""
+
+    def build(self, *, num_steps: int, donate: bool = False, **step_options: Any) -> Callable:
+        return jax.jit(functools.partial(train, num_steps=num_steps, **step_options),
+                       donate_argnums=(0,) if donate else ())
+
+
+def updates_for_backend(backend: str) -> PerStepUpdates | ScanUpdates:
+    """The default way to run updates on `backend` (`jax.default_backend()`): per step on
+    CPU, one scan elsewhere."""
+    return PerStepUpdates() if backend == "cpu" else ScanUpdates()
+
