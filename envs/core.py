@@ -173,7 +173,7 @@ class Env(abc.ABC):
         """
         action = self._check_transition(state, action, key)
         return self._compiled("step", lambda s, a, k: self._with_observation(
-            self._transition(s, a, k)))(state, action, key)
+            self.transition(s, a, k)))(state, action, key)
 
     def transition(self, state: State, action: Array, key: Optional[PRNGKey] = None) -> State:
         """`step` without computing the observation: the result's `observation` is None.
@@ -184,7 +184,11 @@ class Env(abc.ABC):
         observation or not.
         """
         action = self._check_transition(state, action, key)
-        return self._compiled("transition", self._transition)(state, action, key)
+        # the observation is dropped before the jitted call (`_transition` drops it anyway):
+        # callers with and without one then share one trace of the rules, which a warm start
+        # traced twice (docs/benchmarks.md, "Start-up and compile time")
+        return self._compiled("transition", self._transition)(
+            state.replace(observation=None), action, key)
 
     def _check_transition(self, state: State, action: Any, key: Optional[PRNGKey]) -> Array:
         """The checks of a step that need Python values: before `jit`, which cannot take a

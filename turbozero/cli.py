@@ -14,6 +14,7 @@ import warnings
 from typing import Optional, Sequence
 
 from turbozero import presets
+from turbozero.compile_cache import enable_compilation_cache
 from turbozero.training import report
 
 
@@ -93,19 +94,6 @@ def train_config(args: argparse.Namespace):
     if args.seed is not None:
         overrides["seed"] = args.seed
     return with_overrides(base, overrides)
-
-
-def enable_compilation_cache() -> None:
-    """A persistent XLA cache ($TURBOZERO_JAX_CACHE, default ~/.cache/turbozero-jax; "none"
-    disables it): a second run of the same preset skips most compilation."""
-    import jax
-
-    path = os.environ.get(
-        "TURBOZERO_JAX_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "turbozero-jax")
-    )
-    if path.lower() != "none":
-        jax.config.update("jax_compilation_cache_dir", path)
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
 
 
 def _join_processes(args: argparse.Namespace) -> bool:

@@ -34,6 +34,7 @@ from turbozero.training.metrics import MetricsWriter, TensorBoardWriter, require
 # run directories written before TrainConfig had its own module name it loop:TrainConfig
 from turbozero.training.config import TrainConfig
 from turbozero.training.run_config import check_env_config, config_to_json
+from turbozero.compile_cache import enable_compilation_cache
 from turbozero.training.trainer import updates_for_backend
 from turbozero.training.types import TrainState
 
@@ -86,6 +87,9 @@ class Trainer:
             if value and run_dir is None:
                 raise ValueError(f"{flag}=True needs run_dir, the run directory to "
                                  f"{'continue' if flag == 'resume' else 'replace'}")
+        # before anything compiles: a warm start loads the run's compiles from disk
+        # (turbozero/compile_cache.py; TURBOZERO_JAX_CACHE=none turns it off)
+        enable_compilation_cache()
         self.config = config
         self.spec = game_spec(config.game)
         check_env_config(config.game, config.env_config)  # a key the env lacks: ValueError
@@ -165,24 +169,31 @@ class Trainer:
 
     def init_state(self) -> LoopState:
         cfg = self.config
-        key = jax.random.PRNGKey(cfg.seed)
-        k_env, k_net, k_loop = jax.random.split(key, 3)
-        col = collector_lib.init_collector(self.env, k_env, cfg.num_envs, cfg.risk)
-        obs = jax.vmap(self.env.observe)(col.env_state)
-        variables = self.network.init(k_net, obs[:1])
+
+        def build(seed: jax.Array) -> LoopState:
+            k_env, k_net, k_loop = jax.random.split(jax.random.PRNGKey(seed), 3)
+            col = collector_lib.init_collector(self.env, k_env, cfg.num_envs, cfg.risk)
+            obs = jax.vmap(self.env.observe)(col.env_state)
+            variables = self.network.init(k_net, obs[:1])
+            train_state = TrainState.create(
+                apply_fn=self.network.apply,
+                params=variables["params"],
+                tx=self.tx,
+                batch_stats=variables.get("batch_stats"),
+            )
+            buffer = self.algorithm.init_replay(cfg.num_envs, cfg.replay_capacity,
+                                                col.env_state, cfg.replay_observations,
+                                                cfg.replay_policies)
+            return LoopState(train_state=train_state, collector=col, buffer=buffer, key=k_loop,
+                             iteration=jnp.zeros((), jnp.int32))
+
+        # checked on shapes first: a bad decay mask is refused before anything is computed
         if hasattr(cfg.optimizer, "check"):
-            cfg.optimizer.check(variables["params"])
-        train_state = TrainState.create(
-            apply_fn=self.network.apply,
-            params=variables["params"],
-            tx=self.tx,
-            batch_stats=variables.get("batch_stats"),
-        )
-        buffer = self.algorithm.init_replay(cfg.num_envs, cfg.replay_capacity, col.env_state,
-                                            cfg.replay_observations, cfg.replay_policies)
-        state = LoopState(train_state=train_state, collector=col, buffer=buffer, key=k_loop,
-                          iteration=jnp.zeros((), jnp.int32))
-        return self._place(state)
+            cfg.optimizer.check(jax.eval_shape(build, cfg.seed).train_state.params)
+        # one jitted call: run eagerly, the network's init, the optimizer's and the replay's
+        # were hundreds of small dispatches, each compiled on a cold start and traced again on
+        # a warm one (docs/benchmarks.md, "Start-up and compile time")
+        return self._place(jax.jit(build)(cfg.seed))
 
     @staticmethod
     def variables(train_state: TrainState) -> dict:
