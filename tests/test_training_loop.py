@@ -130,11 +130,21 @@ from turbozero.training import Trainer
 cfg = get_preset("pgx/tic_tac_toe", "tiny", num_iterations=2, eval_every=2, eval_games=8,
                  num_envs=8, collect_steps=9, train_steps=2, batch_size=16, checkpoint_every=0)
 t = Trainer(cfg)
+# evaluation is split over the devices like self-play: the match's games on every device, and
+# with the same network the same games (the untrained one: equal on 1 and 4 devices)
+first = t.variables(t.state.train_state)
+before = t.evaluate("random", key=jax.random.PRNGKey(7), variables=first)
+carry = t._match_start(jax.random.PRNGKey(7))
+carry, _ = t._evals["random"](first, carry, np.int32(cfg.max_eval_steps))
 t.run(progress=False)
 leaf = t.state.collector.env_state.observation
 print(json.dumps({
     "devices": len(jax.devices()),
     "obs_shards": len(leaf.sharding.device_set),
+    # games per device (8 games: 2 on each of 4 devices; all 8 where they were replicated)
+    "eval_games_per_device": [x.sharding.shard_shape(x.shape)[0]
+                              for x in (carry.returns, carry.states.observation)],
+    "eval_before": before,
     "return_finite": bool(np.isfinite(float(t.evaluate("random")["mean_return"]))),
     "param_checksum": float(sum(np.asarray(x).sum() for x in jax.tree_util.tree_leaves(t.state.train_state.params))),
 }))
@@ -167,6 +177,8 @@ def test_same_code_on_one_and_four_devices():
     four = _run_sharded(4)
     assert one["devices"] == 1 and four["devices"] == 4
     assert four["obs_shards"] == 4
+    assert four["eval_games_per_device"] == [2, 2] and one["eval_games_per_device"] == [8, 8]
+    assert four["eval_before"] == one["eval_before"] and one["eval_before"]["finished"] == 8
     assert one["return_finite"] and four["return_finite"]
     # same seeds, same program: the trained parameters agree up to float reduction order
     assert four["param_checksum"] == pytest.approx(one["param_checksum"], rel=1e-3)

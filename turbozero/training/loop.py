@@ -28,8 +28,9 @@ from turbozero.training import collector as collector_lib
 from turbozero.training import distributed, replay, report
 from turbozero.training.algorithms import Algorithm
 from turbozero.training.checkpoints import RunDirectory
-from turbozero.training.evaluation import (match_progress, match_result, match_start,
-                                           match_steps, match_summary, play_match_chunked)
+from turbozero.training.evaluation import (MatchCarry, match_progress, match_result,
+                                           match_start, match_steps, match_summary,
+                                           play_match_chunked)
 from turbozero.training.metrics import MetricsWriter, TensorBoardWriter, require_tensorboardx
 # run directories written before TrainConfig had its own module name it loop:TrainConfig
 from turbozero.training.config import TrainConfig
@@ -296,8 +297,12 @@ class Trainer:
 
             self._evals[opponent] = jax.jit(steps)
         if self._match_start is None:
+            # the match's games split over the mesh like self-play's (each device plays
+            # eval_games / devices of them); the network is replicated, as in training
             self._match_start = jax.jit(
-                lambda k: match_start(self.env, k, cfg.eval_games))
+                lambda k: match_start(self.env, k, cfg.eval_games),
+                out_shardings=MatchCarry(states=self._data, returns=self._data,
+                                         steps=self._replicated, key=self._replicated))
             self._match_result = jax.jit(match_result)
         steps = functools.partial(self._evals[opponent], variables)
         carry = play_match_chunked(self._match_start, steps, key, cfg.max_eval_steps,
