@@ -9,6 +9,10 @@ Positions: the decision states met by gnubg-nn's 0-ply player in self-play (`--g
 10% random moves for variety), every roll. The JAX side is timed on compiled calls only
 (median of `--repeats` after a warm-up); gnubg-nn's loop is timed on the same positions and
 rolls. Figures: docs/benchmarks.md, "Backgammon complete moves"; docs/backgammon.md.
+
+The JAX side is timed through benchmarks/timing.py (`time_compiled`: refuses a timed call that
+compiles or runs JAX eagerly); gnubg-nn's loop is host-side C called from Python, no JAX, so it
+is timed with a plain clock (`host_loop_seconds`).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from benchmarks._timing import median_time  # noqa: E402
+from timing import time_compiled  # noqa: E402  (benchmarks/timing.py, beside this script)
 
 
 def played_positions(games: int, seed: int = 0):
@@ -76,6 +80,17 @@ def count(args) -> None:
               f"99.9th pct {np.percentile(v, 99.9):.0f}; share above M: {over}")
 
 
+def host_loop_seconds(loop, repeats: int) -> float:
+    """Median wall seconds of `loop()`, plain clock: for gnubg-nn's C `moves` called from a
+    Python loop, which runs no JAX, so there is nothing for `time_compiled` to check."""
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        loop()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
 def speed(args) -> None:
     import gnubg_nn
 
@@ -100,17 +115,13 @@ def speed(args) -> None:
     t0 = time.perf_counter()
     jax.block_until_ready(run(boards, outcomes))
     compile_s = time.perf_counter() - t0
-    jax_s = median_time(lambda: run(boards, outcomes), args.repeats)
+    jax_s = time_compiled({"env.afterstates": run}, args=(boards, outcomes),
+                          repeats=args.repeats)["env.afterstates"].median
     out = run(boards, outcomes)
     overflow = int(np.asarray(out.overflow).sum())
     dice = [tuple(int(x) for x in rules.ROLLS[r]) for r in rolls]
-    times = []
-    for _ in range(args.repeats):
-        t0 = time.perf_counter()
-        for g, (d1, d2) in zip(gboards, dice):
-            gnubg_nn.moves(g, d1, d2)
-        times.append(time.perf_counter() - t0)
-    gnubg_s = float(np.median(times))
+    gnubg_s = host_loop_seconds(lambda: [gnubg_nn.moves(g, d1, d2)
+                                         for g, (d1, d2) in zip(gboards, dice)], args.repeats)
     print(f"batch {args.batch}, M {args.m}, backend {jax.default_backend()}: "
           f"env.afterstates {args.batch / jax_s:,.0f} sets/s ({jax_s * 1e3:.1f} ms a call, "
           f"compile {compile_s:.1f} s, {overflow} overflowed); gnubg-nn moves loop "
