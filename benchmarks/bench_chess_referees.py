@@ -9,6 +9,12 @@
   against `envs.chess.from_fen(fen).observation` one FEN at a time.
 - Stockfish at skill level 0, depth 1: the engine's time per move through python-chess
   (skipped without a binary).
+
+The JAX calls (material-greedy, listing, encode_batch, from_fen) are timed through
+benchmarks/timing.py (`time_compiled`: warm-up, then it refuses a timed call that compiles or
+runs JAX eagerly); Stockfish runs in another process behind python-chess, no JAX, so it is
+timed with a plain clock (`host_seconds_per_call`). Figures: docs/benchmarks.md, "Chess
+referees and records".
 """
 
 from __future__ import annotations
@@ -25,15 +31,25 @@ import chess.engine  # noqa: E402
 import jax  # noqa: E402
 
 import envs  # noqa: E402
-from benchmarks._timing import median_time  # noqa: E402
 from envs import chess as ec  # noqa: E402
 from envs._src.chess import material as mat  # noqa: E402
 from envs._src.chess.encode import encode_batch, states_from_fens  # noqa: E402
 from envs._src.chess.pychess import random_fens as _random_fens  # noqa: E402
+from timing import time_compiled  # noqa: E402  (benchmarks/timing.py, beside this script)
 
 
 def random_fens(n: int, seed: int = 0) -> list[str]:
     return _random_fens(n, seed, plies=(10, 60))
+
+
+def host_seconds_per_call(fn, items) -> float:
+    """Mean wall seconds of `fn(item)` over `items`, plain clock: for Stockfish through
+    python-chess (a subprocess and its pipe), which runs no JAX, so there is nothing for
+    `time_compiled` to check."""
+    t0 = time.perf_counter()
+    for item in items:
+        fn(item)
+    return (time.perf_counter() - t0) / len(items)
 
 
 def main() -> None:
@@ -53,23 +69,30 @@ def main() -> None:
     t0 = time.perf_counter()
     jax.block_until_ready(greedy(states, key))
     compile_s = time.perf_counter() - t0
-    t = median_time(lambda: greedy(states, key), args.repeats)
-    t_list = median_time(lambda: listing(states.legal_action_mask), args.repeats)
+    mask = states.legal_action_mask
+    times = time_compiled({"greedy": lambda: greedy(states, key), "listing": lambda: listing(mask)},
+                          repeats=args.repeats)
+    t, t_list = times["greedy"].median, times["listing"].median
     print(f"material-greedy, batch {args.batch}: {t * 1e3:.1f} ms per decision batch "
           f"({args.batch / t:.0f} decisions/s, {args.batch * env.max_legal_actions / t:.0f} "
           f"candidate moves/s); listing legal moves {t_list * 1e3:.2f} ms; first call "
           f"(compile) {compile_s:.1f} s")
 
     fens = random_fens(args.fens, seed=1)
-    jax.block_until_ready(encode_batch(fens))
-    t = median_time(lambda: encode_batch(fens), args.repeats)
     few = fens[:64]
-    ec.from_fen(few[0])
-    t0 = time.perf_counter()
-    for fen in few:
-        jax.block_until_ready(ec.from_fen(fen).observation)
-    t_one = (time.perf_counter() - t0) / len(few)
-    print(f"encode_batch, {args.fens} FENs: {t * 1e3:.0f} ms ({args.fens / t:.0f} FENs/s); "
+
+    def one_at_a_time():
+        return [ec.from_fen(fen).observation for fen in few]
+
+    # encode_batch pads to a bucket size and slices the padding off outside jit (library code,
+    # part of what a caller pays): let that eager slice through and say how many ops it was
+    times = time_compiled({"encode_batch": lambda: encode_batch(fens),
+                           "from_fen": one_at_a_time}, repeats=args.repeats,
+                          allow_eager_in={"encode_batch": ["envs/_src/chess/encode.py:_first"]})
+    t, t_one = times["encode_batch"].median, times["from_fen"].median / len(few)
+    eager = times["encode_batch"].allowed_eager_per_call
+    print(f"encode_batch, {args.fens} FENs: {t * 1e3:.0f} ms ({args.fens / t:.0f} FENs/s"
+          + (f"; {eager:.0f} eager op(s) slicing off the padding" if eager else "") + "); "
           f"from_fen one at a time: {t_one * 1e3:.2f} ms per FEN ({1 / t_one:.0f} FENs/s)")
 
     from turbozero.games.chess.referees import find_stockfish, open_stockfish
@@ -83,10 +106,7 @@ def main() -> None:
         limit = chess.engine.Limit(depth=1)
         boards = [chess.Board(f) for f in fens[:200]]
         engine.play(boards[0], limit)
-        t0 = time.perf_counter()
-        for b in boards:
-            engine.play(b, limit)
-        per = (time.perf_counter() - t0) / len(boards)
+        per = host_seconds_per_call(lambda b: engine.play(b, limit), boards)
     finally:
         engine.quit()
     print(f"stockfish skill 0 depth 1: {per * 1e3:.2f} ms per move ({1 / per:.0f} moves/s)")
