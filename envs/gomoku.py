@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from envs._src.gomoku import lines, ranking
+from envs._src.gomoku import batching, lines, ranking
 from envs._src.gomoku import view as vw
 from envs._src.gomoku.lines import EMPTY
 from envs._src.gomoku.ranking import NO_WINNER
@@ -60,6 +60,9 @@ class GomokuState(State):
     row_empties: int32[S] empty cells per board row (the view centre's fallback reads it).
     chain_counts: int32[P, W + 1], per seat the number of chains of each length (index W:
         W or more; `envs._src.gomoku.lines`).
+    block_counts: int8[V, V, P] (int16 for blocks over 127 cells), per thumbnail block each
+        seat's stones (`envs._src.gomoku.view.thumbnail_counts`): what the observation's
+        thumbnail reads instead of the whole board.
     winner: int32 the seat that made a line, NO_WINNER otherwise.
     places: int32[P] each seat's place at the end (0 = first), UNRANKED before.
     step_reward: float32 the spec's scalar reward of the player who just moved (1.0 on a win).
@@ -70,6 +73,7 @@ class GomokuState(State):
     view_centre: Array = struct.field(default=None)
     row_empties: Array = struct.field(default=None)
     chain_counts: Array = struct.field(default=None)
+    block_counts: Array = struct.field(default=None)
     winner: Array = struct.field(default=None)
     places: Array = struct.field(default=None)
     step_reward: Array = struct.field(default=None)
@@ -160,21 +164,78 @@ class Gomoku(Env):
             view_centre=centre,
             row_empties=jnp.full(self.size, self.size, jnp.int32),
             chain_counts=jnp.zeros((self.num_players, self.win_length + 1), jnp.int32),
+            block_counts=jnp.zeros((self.view, self.view, self.num_players),
+                                   vw.thumbnail_dtype(self.size, self.view)),
             winner=jnp.int32(NO_WINNER),
             places=jnp.full(self.num_players, UNRANKED, jnp.int32),
             step_reward=jnp.float32(0.0),
         )
 
-    def _step(self, state: GomokuState, action: Array, key: Optional[PRNGKey]) -> GomokuState:
-        del key
-        size, w = self.size, self.win_length
-        player = state.current_player
-        row, col = vw.action_cell(state.view_centre, action, self.view)
+    def _transition(self, state: GomokuState, action: Array,
+                    key: Optional[PRNGKey]) -> GomokuState:
+        """The protocol's transition (`Env._apply_rules`: a finished game absorbs, an illegal
+        action ends the game where it stood), with the fields a stone writes in place kept
+        out of its selects.
+
+        Under `vmap` the rules' `cond` and the illegal-action rule become selects over every
+        field of the state, and the board is 10,000 of its 12,000 bytes at 100x100: two
+        board-wide selects per move, and a copy of the board for the write, were most of a
+        batched move's cost (docs/benchmarks.md, "Gomoku"). Here the stone is written once
+        into the board, the row's empty count and the block's stone count (`_place`), only
+        where the rules place one (a live game and a legal action, the protocol's own test),
+        and `_apply_rules` runs on the rest of the state, so every other field follows the
+        protocol as for any game.
+        """
+        state = state.replace(observation=None)
+        # read by every gather of the move: computed once (batching.computed_once)
+        row, col = self._action_cell(state.view_centre, action)
+        row, col = batching.computed_once(row), batching.computed_once(col)
+        done = state.terminated | state.truncated
+        legal = ~jnp.any(self._illegal_players(state, jnp.asarray(action, jnp.int32)))
+        placed = self._place(state, row, col, ~done & legal)
+        in_place = {name: getattr(placed, name) for name in self._IN_PLACE}
+        unset = dict.fromkeys(self._IN_PLACE)
+
+        def rules(s, a):
+            return self._after_stone(s.replace(**in_place), row, col).replace(
+                observation=None, **unset)
+
+        next_state = self._apply_rules(state.replace(**unset), action, rules)
+        return self._terminal_mask(next_state.replace(**in_place))
+
+    # the fields `_place` writes (one cell each), kept out of the protocol's selects
+    _IN_PLACE = ("board", "row_empties", "block_counts")
+
+    def _action_cell(self, centre: Array, action: Array) -> tuple[Array, Array]:
+        row, col = vw.action_cell(centre, action, self.view)
         # an illegal action's result is discarded by the protocol (Env._apply_rules); the clip
         # only keeps its scatter on the board
-        row, col = jnp.clip(row, 0, size - 1), jnp.clip(col, 0, size - 1)
+        return jnp.clip(row, 0, self.size - 1), jnp.clip(col, 0, self.size - 1)
+
+    def _place(self, state: GomokuState, row: Array, col: Array, placed: Array) -> GomokuState:
+        """The mover's stone at (row, col) where `placed` (bool), else the state unchanged:
+        the board cell, the row's empty count and the thumbnail block's stone count."""
+        player = state.current_player
         stone = (player + 1).astype(jnp.int8)
-        board = state.board.at[row, col].set(stone)
+        block_row, block_col = vw.block_of(row, col, self.size, self.view)
+        return state.replace(
+            board=state.board.at[row, col].set(jnp.where(placed, stone, state.board[row, col])),
+            row_empties=state.row_empties.at[row].add(-placed.astype(jnp.int32)),
+            block_counts=state.block_counts.at[block_row, block_col, player].add(
+                placed.astype(state.block_counts.dtype)))
+
+    def _step(self, state: GomokuState, action: Array, key: Optional[PRNGKey]) -> GomokuState:
+        del key
+        row, col = self._action_cell(state.view_centre, action)
+        return self._after_stone(self._place(state, row, col, jnp.array(True)), row, col)
+
+    def _after_stone(self, state: GomokuState, row: Array, col: Array) -> GomokuState:
+        """The rules after the mover's stone is placed at (row, col) (`_place`; `step_count`
+        already advanced): line check, chain counts, the end, the next view centre."""
+        size, w = self.size, self.win_length
+        player = state.current_player
+        stone = (player + 1).astype(jnp.int8)
+        board = state.board
         arm = lines.arms(board, row, col, stone, w)  # [4, 2]
         won = lines.longest_through(arm) >= w
         counts = state.chain_counts.at[player].set(
@@ -186,31 +247,36 @@ class Gomoku(Env):
         truncated = ~terminated & capped
         over = terminated | truncated
         winner = jnp.where(won, player, NO_WINNER).astype(jnp.int32)
-        places = jnp.where(over, ranking.places(counts, winner), UNRANKED).astype(jnp.int32)
-        rewards = jnp.where(over, ranking.place_rewards(jnp.maximum(places, 0),
-                                                        self.rewards_by_place), 0.0)
+        # the ranking only at the end, and under `vmap` only when some game of the batch ends
+        places, rewards = batching.when(over, self._ranked, self._unranked, counts, winner)
         last = jnp.stack([row, col]).astype(jnp.int32)
-        row_empties = state.row_empties.at[row].add(-1)
-        centre = vw.next_centre(board, row_empties, last, self.view)
+        centre, mask = vw.centre_and_mask(board, state.row_empties, last, self.view)
         return state.replace(
             current_player=((player + 1) % self.num_players).astype(jnp.int32),
             rewards=rewards.astype(jnp.float32),
             terminated=terminated,
             truncated=truncated,
-            legal_action_mask=vw.legal_mask(board, centre, self.view),
-            board=board,
+            legal_action_mask=mask,
             last_move=last,
             view_centre=centre,
-            row_empties=row_empties,
             chain_counts=counts,
             winner=winner,
             places=places,
             step_reward=jnp.where(won, 1.0, 0.0).astype(jnp.float32),
         )
 
+    def _ranked(self, counts: Array, winner: Array) -> tuple[Array, Array]:
+        """(places, rewards) of a finished game."""
+        places = ranking.places(counts, winner).astype(jnp.int32)
+        return places, ranking.place_rewards(places, self.rewards_by_place)
+
+    def _unranked(self, counts: Array, winner: Array) -> tuple[Array, Array]:
+        return (jnp.full(self.num_players, UNRANKED, jnp.int32),
+                jnp.zeros(self.num_players, jnp.float32))
+
     def _observe(self, state: GomokuState, player_id: Array) -> Array:
         return vw.observation(state.board, state.view_centre, player_id, self.num_players,
-                              self.view)
+                              self.view, state.block_counts)
 
     # ------------------------------------------------------------ board <-> action
     def action_cell(self, state: GomokuState, action: Any) -> tuple[int, int]:
@@ -308,6 +374,7 @@ class Gomoku(Env):
             current_player=player, step_count=stones, board=board, last_move=last,
             view_centre=centre, row_empties=row_empties,
             chain_counts=lines.chain_counts(board, self.num_players, self.win_length),
+            block_counts=vw.thumbnail_counts(board, self.num_players, self.view),
             legal_action_mask=vw.legal_mask(board, centre, self.view))
         return self._with_observation(state)
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import envs
-from envs._src.gomoku import lines, ranking
+from envs._src.gomoku import batching, lines, ranking
 from envs._src.gomoku import view as vw
 from envs.gomoku import NO_CELL, NO_WINNER, UNRANKED
 
@@ -81,6 +81,16 @@ def np_window(board, centre, view):
             if 0 <= r < size and 0 <= c < size:
                 out[i, j] = board[r, c]
     return out
+
+
+def np_block_counts(board, num_players, view):
+    """[V, V, P]: each seat's stones per thumbnail block (ceil(S / V) cells a side)."""
+    size = board.shape[0]
+    block = -(-size // view)
+    padded = np.zeros((view * block, view * block), board.dtype)
+    padded[:size, :size] = board
+    blocks = padded.reshape(view, block, view, block)
+    return np.stack([(blocks == seat + 1).sum(axis=(1, 3)) for seat in range(num_players)], -1)
 
 
 def random_board(rng, size, num_players, density):
@@ -166,6 +176,60 @@ def test_line_through_a_stone_matches_numpy_on_random_boards():
         assert (got >= w) == (np_run_through(board, r, c) >= w)
 
 
+@pytest.mark.parametrize("size,view,win_length", [(9, 5, 4), (12, 3, 5), (7, 7, 3), (30, 21, 8)])
+def test_batched_reads_equal_cell_by_cell(size, view, win_length):
+    """Under vmap the windows and the lines through a stone are read as contiguous slices of
+    the boards laid end to end (view.batched_windows, lines.batched_arms); they must equal the
+    cell-by-cell gathers for every centre, the board's edges and corners and the first and
+    last game of the batch included, and with the board shared by the batch."""
+    rng = np.random.default_rng(size + view)
+
+    @jax.jit
+    def reads(b, c, s):
+        def both(read, board, centre, stone):
+            return read[0](board, centre, view), read[1](board, centre[0], centre[1], stone,
+                                                         win_length)
+        fast, slow = (vw.window, lines.arms), (vw.window_cells, lines.arms_cells)
+        batched = [jax.vmap(functools.partial(both, r))(b, c, s) for r in (fast, slow)]
+        # one board, many centres (the line-extender's candidate cells)
+        shared = [jax.vmap(functools.partial(both, r, b[0]))(c, s) for r in (fast, slow)]
+        return batched, shared
+
+    edge = [0, 1, size // 2, size - 2, size - 1]
+    for batch in (1, 2, 7):
+        boards = np.stack([random_board(rng, size, 3, rng.choice([0.3, 0.8]))
+                           for _ in range(batch)])
+        for cell in [(r, c) for r in edge for c in edge]:
+            centres = rng.integers(0, size, (batch, 2)).astype(np.int32)  # anywhere
+            centres[-1] = cell  # the last game at the cell, and on even rows the first too
+            if cell[0] % 2 == 0:
+                centres[0] = cell
+            stones = jnp.asarray(rng.integers(1, 4, batch).astype(np.int8))
+            batched, shared = reads(jnp.asarray(boards), jnp.asarray(centres), stones)
+            for (fast, slow) in (batched, shared):
+                for f, g in zip(fast, slow):
+                    np.testing.assert_array_equal(f, g)
+
+
+def test_batch_level_cond_gives_each_games_branch():
+    """batching.when: under vmap the rare branch runs only when some game needs it, and each
+    game gets its own branch's result either way (nested in a vmapped cond too)."""
+    fn = lambda x: x * 2 + 1  # noqa: E731
+    other = lambda x: x - 1  # noqa: E731
+    f = jax.jit(jax.vmap(lambda p, x: batching.when(p, fn, other, x)))
+    x = jnp.arange(6, dtype=jnp.int32)
+    for pred in ([False] * 6, [True] * 6, [False, True, False, False, True, False]):
+        p = jnp.asarray(pred)
+        np.testing.assert_array_equal(f(p, x), jnp.where(p, fn(x), other(x)))
+    nested = jax.jit(jax.vmap(lambda q, p, x: jax.lax.cond(
+        q, lambda: batching.when(p, fn, other, x), lambda: x)))
+    q = jnp.asarray([True, False, True, True, False, True])
+    p = jnp.asarray([False, True, True, False, True, False])
+    np.testing.assert_array_equal(nested(q, p, x), jnp.where(q, jnp.where(p, fn(x), other(x)), x))
+    assert int(jax.jit(lambda p, x: batching.when(p, fn, other, x))(True, 3)) == 7
+    np.testing.assert_array_equal(batching.computed_once(x), x)
+
+
 def test_places_match_numpy_on_random_profiles():
     rng = np.random.default_rng(3)
     fn = jax.jit(ranking.places)
@@ -205,6 +269,8 @@ def test_incremental_counts_and_wins_match_numpy(three_games, two_games):
                     st.chain_counts[b, t], np_chain_counts(board, env.num_players,
                                                            env.win_length))
                 np.testing.assert_array_equal(st.row_empties[b, t], (board == 0).sum(axis=1))
+                np.testing.assert_array_equal(
+                    st.block_counts[b, t], np_block_counts(board, env.num_players, env.view))
             # the move that ended the game made a line; no earlier move did
             done = st.terminated[b] | st.truncated[b]
             end = int(np.argmax(done))

@@ -17,8 +17,13 @@ Two ways to the same counts:
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
+from jax import custom_batching
+
+from envs._src.gomoku import batching
 
 Array = jax.Array
 
@@ -31,8 +36,14 @@ def arms(board: Array, row: Array, col: Array, stone: Array, win_length: int) ->
     """int32[4, 2]: per direction, how many `stone`s follow (row, col) going forward and going
     backward along it, each capped at `win_length - 1` (the cells read).
 
-    board: int8[S, S]. The cell (row, col) itself is not read.
+    board: int8[S, S]. The cell (row, col) itself is not read. One game: `arms_cells`; under
+    `vmap` over boards, `batched_arms`.
     """
+    return _arms_fn(win_length)(board, row, col, stone)
+
+
+def arms_cells(board: Array, row: Array, col: Array, stone: Array, win_length: int) -> Array:
+    """`arms` as a gather of the 8 (W - 1) cells (the definition; one game)."""
     size = board.shape[0]
     k = jnp.arange(1, win_length)  # [W - 1] distances from the stone
     d = jnp.asarray(DIRECTIONS, jnp.int32)  # [4, 2]
@@ -42,8 +53,86 @@ def arms(board: Array, row: Array, col: Array, stone: Array, win_length: int) ->
     cols = col + sign[None, :, None] * d[:, 1, None, None] * k[None, None, :]
     on = (rows >= 0) & (rows < size) & (cols >= 0) & (cols < size)
     same = on & (board[jnp.clip(rows, 0, size - 1), jnp.clip(cols, 0, size - 1)] == stone)
-    # the run stops at the first cell that is not ours: count the leading Trues
-    return jnp.sum(jnp.cumprod(same.astype(jnp.int32), axis=-1), axis=-1)
+    return _leading(same)
+
+
+def _leading(same: Array) -> Array:
+    """int32[...]: the leading Trues along the last axis (the run stops at the first cell
+    that is not ours), unrolled: a cumprod is a reduce-window, which XLA:CPU ran as its own
+    slow loop under vmap."""
+    run = same[..., 0]
+    count = run.astype(jnp.int32)
+    for k in range(1, same.shape[-1]):
+        run = run & same[..., k]
+        count = count + run
+    return count
+
+
+def batched_arms(boards: Array, rows: Array, cols: Array, stones: Array,
+                 win_length: int) -> Array:
+    """int32[B, 4, 2]: `arms_cells` of B boards [B, S, S] at (rows, cols) [B] for stones [B].
+
+    As `view.batched_windows`: a gather of single cells with computed indices is slow on
+    XLA:CPU, one of long contiguous slices runs at memory speed. Each game reads one slice of
+    the boards laid end to end, from (row - W + 1, col - W + 1) to (row + W - 1, col + W - 1)
+    in row-major order; the four lines through the stone are then fixed strided slices of it
+    (a row, a column, the diagonal, the anti-diagonal), and their cells off the board are
+    masked by their coordinates. Only the first and the last game can reach beyond the whole
+    array: theirs are gathered cell by cell.
+    """
+    num, size = boards.shape[0], boards.shape[1]
+    n = win_length - 1
+    span = 2 * n + 1  # cells of a line, the stone in the middle
+    length = 2 * n * size + span
+    starts = batching.computed_once(jnp.arange(num, dtype=jnp.int32) * (size * size)
+                                    + (rows - n) * size + (cols - n))
+    chunks = jax.lax.gather(
+        boards.reshape(-1), starts[:, None],
+        jax.lax.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(),
+                                       start_index_map=(0,)),
+        slice_sizes=(length,), mode=jax.lax.GatherScatterMode.CLIP)  # [B, length]
+    # line t of direction (dr, dc) is the cell (row + (t - n) dr, col + (t - n) dc)
+    last = 2 * n * size + 2 * n + 1
+    cells = jnp.stack([
+        chunks[:, n * size:n * size + span],            # (0, 1): the row
+        chunks[:, n:n + 2 * n * size + 1:size],         # (1, 0): the column
+        chunks[:, 0:last:size + 1],                     # (1, 1): the diagonal
+        chunks[:, 2 * n:2 * n * size + 1:size - 1],     # (1, -1): the anti-diagonal
+    ], axis=1)  # [B, 4, span]
+    d = jnp.asarray(DIRECTIONS, jnp.int32)
+    t = jnp.arange(span, dtype=jnp.int32) - n
+    line_rows = rows[:, None, None] + d[None, :, 0, None] * t
+    line_cols = cols[:, None, None] + d[None, :, 1, None] * t
+    on = (line_rows >= 0) & (line_rows < size) & (line_cols >= 0) & (line_cols < size)
+    same = on & (cells == stones[:, None, None].astype(cells.dtype))
+    out = jnp.stack([_leading(same[..., n + 1:]), _leading(same[..., n - 1::-1])], axis=-1)
+    ends = jnp.array([0, num - 1])
+    exact = jax.vmap(arms_cells, in_axes=(0, 0, 0, 0, None))(
+        boards[ends], rows[ends], cols[ends], stones[ends], win_length)
+    return out.at[ends].set(exact)
+
+
+@functools.lru_cache(maxsize=None)
+def _arms_fn(win_length: int):
+    # jitted: the direction table stays a constant of its own jaxpr (see batching.when)
+    cells = jax.jit(functools.partial(arms_cells, win_length=win_length))
+
+    @custom_batching.custom_vmap
+    def arms_of(board, row, col, stone):
+        return cells(board, row, col, stone)
+
+    @arms_of.def_vmap
+    def _batched(axis_size, in_batched, board, row, col, stone):
+        if not in_batched[0]:  # one board, many cells (the line-extender's candidates)
+            return jax.vmap(cells, in_axes=(None,) + tuple(0 if b else None
+                                                           for b in in_batched[1:]))(
+                board, row, col, stone), True
+        row, col, stone = (x if b else jnp.broadcast_to(x, (axis_size,) + jnp.shape(x))
+                           for x, b in zip((row, col, stone), in_batched[1:]))
+        return jax.jit(batched_arms, static_argnums=4)(board, row, col, stone,
+                                                          win_length), True
+
+    return arms_of
 
 
 def longest_through(arm_counts: Array) -> Array:

@@ -22,9 +22,13 @@ about 47k with a whole-board nearest-empty (Chebyshev) search (docs/benchmarks.m
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
+from jax import custom_batching
 
+from envs._src.gomoku import batching
 from envs._src.gomoku.lines import EMPTY
 
 Array = jax.Array
@@ -45,13 +49,70 @@ def window_coords(centre: Array, view: int) -> tuple[Array, Array]:
 
 
 def window(board: Array, centre: Array, view: int) -> Array:
-    """int8[V, V]: the board under the view (OFF_BOARD beyond the edge); a gather of V^2
-    cells, whatever the board size."""
+    """int8[V, V]: the board under the view (OFF_BOARD beyond the edge), whatever the board
+    size: `window_cells` for one game; under `vmap`, `batched_windows`."""
+    return _window_fn(view)(board, centre)
+
+
+def window_cells(board: Array, centre: Array, view: int) -> Array:
+    """`window` as a gather of the V^2 cells (the definition; one game)."""
     size = board.shape[0]
     rows, cols = window_coords(centre, view)
     on = (((rows >= 0) & (rows < size))[:, None] & ((cols >= 0) & (cols < size))[None, :])
     cells = board[jnp.clip(rows, 0, size - 1)[:, None], jnp.clip(cols, 0, size - 1)[None, :]]
     return jnp.where(on, cells, jnp.int8(OFF_BOARD)).astype(board.dtype)
+
+
+def batched_windows(boards: Array, centres: Array, view: int) -> Array:
+    """int8[B, V, V]: `window_cells` of each of B boards [B, S, S] at its centre [B, 2].
+
+    Why not `vmap(window_cells)`: XLA:CPU runs a gather of single cells with computed indices
+    at a few ns per cell, and the windows were most of a batched move (docs/benchmarks.md,
+    "Gomoku"); a gather of long contiguous slices runs at memory speed. So each game's window
+    is read as one slice of the boards laid end to end: V rows of S cells, starting at the
+    window's top-left cell (rows above or columns left of the board start inside the previous
+    game's cells, or the previous row's, and the rows' tails run on to the right): the
+    window's cells sit at fixed offsets of that slice, and the ones off the board are masked
+    by their coordinates. Only the first and the last game can start or end beyond the whole
+    array, where the gather would move the slice: theirs are gathered cell by cell.
+    """
+    num, size = boards.shape[0], boards.shape[1]
+    h = view // 2
+    length = view * size
+    starts = batching.computed_once(jnp.arange(num, dtype=jnp.int32) * (size * size)
+                                    + (centres[:, 0] - h) * size + (centres[:, 1] - h))
+    flat = boards.reshape(-1)
+    chunks = jax.lax.gather(
+        flat, starts[:, None],
+        jax.lax.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(),
+                                       start_index_map=(0,)),
+        slice_sizes=(length,), mode=jax.lax.GatherScatterMode.CLIP)  # [B, V * S]
+    cells = chunks.reshape(num, view, size)[:, :, :view]
+    offsets = jnp.arange(view, dtype=jnp.int32) - h
+    rows, cols = centres[:, 0, None] + offsets, centres[:, 1, None] + offsets  # [B, V]
+    on = (((rows >= 0) & (rows < size))[:, :, None] & ((cols >= 0) & (cols < size))[:, None, :])
+    out = jnp.where(on, cells, jnp.array(OFF_BOARD, boards.dtype))
+    ends = jnp.array([0, num - 1])
+    exact = jax.vmap(window_cells, in_axes=(0, 0, None))(boards[ends], centres[ends], view)
+    return out.at[ends].set(exact)
+
+
+@functools.lru_cache(maxsize=None)
+def _window_fn(view: int):
+    @custom_batching.custom_vmap
+    def win(board, centre):
+        return window_cells(board, centre, view)
+
+    @win.def_vmap
+    def _batched(axis_size, in_batched, board, centre):
+        board_batched, centre_batched = in_batched
+        if not board_batched:  # one board seen from many centres
+            return jax.vmap(window_cells, in_axes=(None, 0, None))(board, centre, view), True
+        if not centre_batched:
+            centre = jnp.broadcast_to(centre, (axis_size,) + jnp.shape(centre))
+        return batched_windows(board, centre, view), True
+
+    return win
 
 
 def legal_mask(board: Array, centre: Array, view: int) -> Array:
@@ -82,13 +143,88 @@ def next_centre(board: Array, row_empties: Array, last: Array, view: int) -> Arr
     return jnp.where(has_empty, last, fallback).astype(jnp.int32)
 
 
+def centre_and_mask(board: Array, row_empties: Array, last: Array,
+                    view: int) -> tuple[Array, Array]:
+    """(`next_centre`, `legal_mask` at that centre): what a move leaves for the next player.
+
+    Almost always the centre is the new stone and the mask is its window's empty cells; the
+    fallback (a full window) is rare. Under `vmap` a `cond` becomes a `select` and both sides
+    run for every game, so the batched rule (`custom_vmap`) gathers the windows around the
+    new stones once and runs the fallback, for the whole batch, only when some game needs it
+    (one `cond` on the batch). Measured at 100x100, view 21, batch 256 (docs/benchmarks.md,
+    "Gomoku"): the second window gather and the fallback's two row searches were about half
+    of a move's cost.
+    """
+    return _centre_and_mask_fn(view)(board, row_empties, last)
+
+
+@functools.lru_cache(maxsize=None)
+def _centre_and_mask_fn(view: int):
+    def one(board, row_empties, last):
+        win = window(board, last, view)
+        mask = (win == EMPTY).reshape(-1)
+
+        def fallback():
+            centre = next_centre(board, row_empties, last, view)
+            return centre, legal_mask(board, centre, view)
+
+        return jax.lax.cond(jnp.any(mask), lambda: (last.astype(jnp.int32), mask), fallback)
+
+    @custom_batching.custom_vmap
+    def centre_mask(board, row_empties, last):
+        return one(board, row_empties, last)
+
+    @centre_mask.def_vmap
+    def _batched(axis_size, in_batched, board, row_empties, last):
+        board, row_empties, last = (
+            x if b else jnp.broadcast_to(x, (axis_size,) + jnp.shape(x))
+            for x, b in zip((board, row_empties, last), in_batched))
+        win = jax.vmap(lambda b, c: window(b, c, view))(board, last)  # [B, V, V]
+        mask = (win == EMPTY).reshape(axis_size, -1)
+
+        def some_full():  # every game's own rule (its cond a select), as unbatched
+            return jax.vmap(one)(board, row_empties, last)
+
+        out = jax.lax.cond(jnp.all(jnp.any(mask, axis=1)),
+                           lambda: (last.astype(jnp.int32), mask), some_full)
+        return out, (True, True)
+
+    return centre_mask
+
+
 def thumbnail_block(size: int, view: int) -> int:
     """Board cells per thumbnail cell side: the thumbnail is V x V and covers the board."""
     return -(-size // view)
 
 
-def observation(board: Array, centre: Array, player: Array, num_players: int,
-                view: int) -> Array:
+def thumbnail_dtype(size: int, view: int):
+    """The smallest integer dtype that holds a block's stone count (block^2)."""
+    area = thumbnail_block(size, view) ** 2
+    return jnp.int8 if area <= 127 else jnp.int16 if area <= 32767 else jnp.int32
+
+
+def thumbnail_counts(board: Array, num_players: int, view: int) -> Array:
+    """int[V, V, P] (`thumbnail_dtype`): each seat's stones per thumbnail block, counted over
+    the whole board. The state keeps these counts up to date one stone at a time
+    (`block_of`); this is their definition, and how a position given as a board is counted."""
+    size = board.shape[0]
+    block = thumbnail_block(size, view)
+    pad = view * block - size
+    blocks = jnp.pad(board, ((0, pad), (0, pad)), constant_values=OFF_BOARD).reshape(
+        view, block, view, block)
+    stones = jnp.arange(1, num_players + 1, dtype=board.dtype)
+    return jnp.stack([jnp.sum(blocks == stones[k], axis=(1, 3), dtype=jnp.int32)
+                      for k in range(num_players)], axis=-1).astype(thumbnail_dtype(size, view))
+
+
+def block_of(row: Array, col: Array, size: int, view: int) -> tuple[Array, Array]:
+    """The thumbnail block of board cell (row, col)."""
+    block = thumbnail_block(size, view)
+    return row // block, col // block
+
+
+def observation(board: Array, centre: Array, player: Array, num_players: int, view: int,
+                block_counts: Array) -> Array:
     """float32[V, V, 2 P + 4] from `player`'s seat (layout in docs/gomoku.md):
 
     local view: 0..P-1 the stones of `player`, the next player, (the previous player); P empty
@@ -96,6 +232,11 @@ def observation(board: Array, centre: Array, player: Array, num_players: int,
     thumbnail of the whole board (V x V blocks of `thumbnail_block` cells): P + 2 .. 2 P + 1
     the share of each block held by `player`, next, (previous); 2 P + 2 the share of the block
     on the board; 2 P + 3 the share of the block under the local view.
+
+    block_counts: int[V, V, P], each seat's stones per block (`thumbnail_counts`), kept in the
+    state: the observation reads V^2 (P + 1) cells whatever the board size. Counting the
+    board's blocks here instead (the first version) was most of the observation's cost at
+    100x100 (docs/benchmarks.md, "Gomoku").
     """
     size = board.shape[0]
     seats = (player + jnp.arange(num_players)) % num_players  # [P] me, next, previous
@@ -107,25 +248,26 @@ def observation(board: Array, centre: Array, player: Array, num_players: int,
         (local == OFF_BOARD)[..., None],
     ], axis=-1).astype(jnp.float32)  # [V, V, P + 2]
 
-    # thumbnail: the int8 board cut into blocks once (padding marked OFF_BOARD), each plane a
-    # compare and an integer count per block. Counting in int32 and dividing once took 13 us
-    # per 100x100 observation on CPU; a float32 mean over the blocks took 115 us.
     block = thumbnail_block(size, view)
-    pad = view * block - size
-    blocks = jnp.pad(board, ((0, pad), (0, pad)), constant_values=OFF_BOARD).reshape(
-        view, block, view, block)
-    counts = [jnp.sum(blocks == stones[k], axis=(1, 3), dtype=jnp.int32)
-              for k in range(num_players)] + [jnp.sum(blocks != OFF_BOARD, axis=(1, 3),
-                                                      dtype=jnp.int32)]
-    shares = jnp.stack(counts, axis=-1).astype(jnp.float32) / (block * block)  # [V, V, P + 1]
-    # the view's share of each block: rows covered times columns covered, from the ranges
-    rows, cols = window_coords(centre, view)
+    # x / block^2 as XLA:CPU compiled the first version's division: times the float32
+    # reciprocal (bit for bit the same planes)
+    inv_area = jnp.float32(1.0) / jnp.float32(block * block)
+    # the seats' counts in (me, next, previous) order: a select per plane, no gather
+    counts = [block_counts[..., 0]] * num_players
+    for j in range(1, num_players):
+        counts = [jnp.where(seats[k] == j, block_counts[..., j], counts[k])
+                  for k in range(num_players)]
     first = jnp.arange(view) * block  # [V] the first board row (column) of each block
 
     def covered(lo: Array, hi: Array) -> Array:  # [V] cells of each block within [lo, hi]
         lo, hi = jnp.maximum(lo, 0), jnp.minimum(hi, size - 1)
         return jnp.clip(jnp.minimum(first + block - 1, hi) - jnp.maximum(first, lo) + 1, 0)
 
-    in_view = (covered(rows[0], rows[-1])[:, None] * covered(cols[0], cols[-1])[None, :]
-               ).astype(jnp.float32) / (block * block)
-    return jnp.concatenate([local_planes, shares, in_view[..., None]], axis=-1)
+    on_board = covered(0, size - 1)  # [V] a constant: the share of each block on the board
+    rows, cols = window_coords(centre, view)
+    shares = jnp.stack(
+        [c.astype(jnp.float32) for c in counts]
+        + [(on_board[:, None] * on_board[None, :]).astype(jnp.float32),
+           (covered(rows[0], rows[-1])[:, None] * covered(cols[0], cols[-1])[None, :]
+            ).astype(jnp.float32)], axis=-1) * inv_area  # [V, V, P + 2]
+    return jnp.concatenate([local_planes, shares], axis=-1)
