@@ -10,6 +10,10 @@
 * memory: XLA's `memory_analysis()` of the compiled search (temporaries: the tree, including
   one hidden state per node), and the replay bytes per stored position (observation, policy,
   mask, action, values and bookkeeping of `turbozero.training.replay`).
+
+Timed through benchmarks/timing.py (`time_compiled`: a warm-up call, then it refuses a timed
+call that compiles or runs JAX eagerly). Figures: docs/benchmarks.md, "Gumbel MuZero search on
+the learned model".
 """
 
 from __future__ import annotations
@@ -25,7 +29,6 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 import envs  # noqa: E402
-from benchmarks._timing import median_time  # noqa: E402
 from envs.sampling import uniform_legal_action  # noqa: E402
 from turbozero.networks.muzero import MuZeroNet  # noqa: E402
 from turbozero.networks.value_formats import MoverRelativeValues  # noqa: E402
@@ -33,6 +36,7 @@ from turbozero.presets import get_preset  # noqa: E402
 from turbozero.search.kernel import tree_search  # noqa: E402
 from turbozero.search.learned import LearnedModel  # noqa: E402
 from turbozero.training import replay  # noqa: E402
+from timing import time_compiled  # noqa: E402  (benchmarks/timing.py, beside this script)
 
 
 def random_positions(env, batch: int, moves: int, key):
@@ -86,7 +90,8 @@ def main() -> None:
         compiled = fn.lower(variables, states, key).compile()
         mem = compiled.memory_analysis()
         temp = getattr(mem, "temp_size_in_bytes", 0) if mem is not None else 0
-        seconds = median_time(lambda: fn(variables, states, key), args.repeats)
+        seconds = time_compiled({"search": fn}, args=(variables, states, key),
+                                repeats=args.repeats)["search"].median
         print(f"batch {batch:5d}: {batch * args.simulations / seconds:10.0f} simulations/s "
               f"({seconds * 1e3:.0f} ms per search), search temporaries "
               f"{temp / 2**20:.1f} MiB ({temp / batch / 2**10:.0f} KiB per game)")

@@ -10,7 +10,10 @@ observation channels 2 P + 4 with P = 3):
 * step: dynamics + predict on `batch` hidden states (one simulation below the root);
 * train: value and gradient of a K-step unroll loss (every head, the consistency projection)
   on `batch` windows, the shape of one training step's work.
-Median wall time of `repeats` jitted calls after one that compiles (benchmarks/_timing.py).
+Median wall time of `repeats` jitted calls after one that compiles, the three calls timed
+alternately through benchmarks/timing.py (`time_compiled`, which refuses a timed call that
+compiles or runs JAX eagerly; every input is built before timing). Figures: docs/benchmarks.md,
+"MuZero networks (gomoku presets, CPU)".
 """
 
 from __future__ import annotations
@@ -20,14 +23,14 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # benchmarks/timing.py
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
-from _timing import median_time  # noqa: E402
 from turbozero.networks.muzero import MuZeroNet  # noqa: E402
 from turbozero.presets import get_preset  # noqa: E402
+from timing import time_compiled  # noqa: E402
 
 NUM_PLAYERS = 3
 
@@ -90,9 +93,14 @@ def main() -> None:
         step = jax.jit(_step)
         train = jax.jit(jax.value_and_grad(
             lambda p, o, a: _unroll_loss(p, net, o, a)))
-        t_root = median_time(lambda: root(variables, obs[:, 0]), args.repeats)
-        t_step = median_time(lambda: step(variables, hidden, actions[:, 0]), args.repeats)
-        t_train = median_time(lambda: train(variables["params"], obs, actions), args.repeats)
+        # the first observation and action sliced before timing: `obs[:, 0]` inside the timed
+        # call was an eager op (~0.2 ms here, 10% of the tiny network's root call)
+        obs0, actions0 = jax.block_until_ready((obs[:, 0], actions[:, 0]))
+        t = time_compiled({"root": lambda: root(variables, obs0),
+                           "step": lambda: step(variables, hidden, actions0),
+                           "train": lambda: train(variables["params"], obs, actions)},
+                          repeats=args.repeats)
+        t_root, t_step, t_train = (t[n].median for n in ("root", "step", "train"))
         print(f"| {name} | {view} | {params:,} | {t_root * 1e3:.2f} | {t_step * 1e3:.2f} "
               f"| {t_train * 1e3:.1f} |", flush=True)
 
