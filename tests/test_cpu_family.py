@@ -105,6 +105,28 @@ def test_per_seat_risk_betas_equal_the_tree_kernel(game):
         search(env, net, None, batch, jax.random.PRNGKey(1), config, risk_beta=risk[:, :1])
 
 
+def test_a_warm_search_runs_no_jax_op_eagerly(game):
+    """After its first call, a search of the family calls only compiled JAX code (its key
+    split, seed, acting rule and state pool were eager ops, 47 and 36 per call; issue 34):
+    benchmarks/timing.py's watch finds no compile, trace or eager op in it."""
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
+        __file__))), "benchmarks"))
+    from timing import forbid_compiles_and_eager_ops
+
+    env, net, _, batch = game
+    config = CPUSearchConfig.from_tree(TreeSearchConfig(num_simulations=16))
+    keys = [jax.random.PRNGKey(i) for i in range(3)]
+    for key in keys[:2]:
+        search(env, net, None, batch, key, config)
+    with forbid_compiles_and_eager_ops("a warm cpu search"):
+        out = search(env, net, None, batch, keys[2], config)
+        jax.block_until_ready(out.policy)
+    _check_result(env, batch, out, 16)
+
+
 def test_inside_jit_it_is_a_value_error_naming_the_host_side_family(game):
     env, net, _, batch = game
     config = CPUSearchConfig(num_simulations=4)

@@ -94,7 +94,7 @@ def cpu_search(env, evaluator, variables, states, key: jax.Array, config: CPUSea
             raise ValueError(f"risk_beta must be float32[{b}, {num_players}] (one beta per root "
                              f"and seat), got shape {betas.shape}")
     live = np.flatnonzero(~terminal)
-    k_seed, k_act = jax.random.split(key)
+    seed, k_act = _seed_and_key(key)
 
     visits = np.zeros((b, num_actions), np.int32)
     root_value = np.zeros(b, np.float32)
@@ -105,7 +105,7 @@ def cpu_search(env, evaluator, variables, states, key: jax.Array, config: CPUSea
         reward = np.asarray(states.rewards, np.float32).reshape(b, -1)[np.arange(b), mover]
         root_wdl = np.stack([reward > 0, reward == 0, reward < 0], -1).astype(np.float32)
     if live.size:
-        seed = int(jax.random.randint(k_seed, (), 0, np.iinfo(np.int32).max))
+        seed = int(seed)
         # one move of one game per live root, one worker (each tree's search is then the one
         # `SearchTree` runs alone), all its leaves in one batch of the one compiled size
         play = CPUSelfPlayConfig(
@@ -133,7 +133,7 @@ def cpu_search(env, evaluator, variables, states, key: jax.Array, config: CPUSea
 
     weights = visits.astype(np.float32)
     policy = weights / np.maximum(weights.sum(-1, keepdims=True), 1.0)
-    action = act(k_act, jnp.asarray(weights), jnp.asarray(legal), config.temperature)
+    action = _act(k_act, weights, legal, config.temperature)
     if num_players == 2:
         root_values = np.where((mover == 0)[:, None], np.stack([root_value, -root_value], -1),
                                np.stack([-root_value, root_value], -1))
@@ -147,6 +147,18 @@ def cpu_search(env, evaluator, variables, states, key: jax.Array, config: CPUSea
         root_wdl=None if root_wdl is None else jnp.asarray(root_wdl),
         stats={"root_visits": jnp.asarray(visits), "risk_value": jnp.asarray(soft_value)},
     )
+
+
+# jitted: run eagerly, the key split, the seed draw and the acting rule were 47 eager ops per
+# search (benchmarks/timing.py refused them in a timed call)
+@jax.jit
+def _seed_and_key(key: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """(the C++ coordinator's seed, int32, and the acting key) from a search's key."""
+    k_seed, k_act = jax.random.split(key)
+    return jax.random.randint(k_seed, (), 0, np.iinfo(np.int32).max), k_act
+
+
+_act = jax.jit(act, static_argnums=3)
 
 
 __all__ = ["cpu_search"]

@@ -216,8 +216,17 @@ def make_pool_evaluator(env, evaluator: Callable[..., tuple[jax.Array, jax.Array
 
 def make_state_pool(env, num_slots: int):
     """A pytree of `num_slots` states (observation left out: computed on demand)."""
-    one = env.init_state(jax.random.PRNGKey(0))
-    return jax.tree_util.tree_map(lambda x: jnp.zeros((num_slots,) + x.shape, x.dtype), one)
+    return _pool_builder(env, num_slots)()
+
+
+@functools.lru_cache(maxsize=32)
+def _pool_builder(env, num_slots: int) -> Callable[[], Any]:
+    """One jitted function per env and pool size: built eagerly, the pool was an init and a
+    `jnp.zeros` per state field on every call (36 eager ops for chess; benchmarks/timing.py
+    refused them in a timed call)."""
+    one = jax.eval_shape(env.init_state, jax.random.PRNGKey(0))
+    return jax.jit(lambda: jax.tree_util.tree_map(
+        lambda x: jnp.zeros((num_slots,) + x.shape, x.dtype), one))
 
 
 class SelfPlayGames(NamedTuple):
