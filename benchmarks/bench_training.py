@@ -5,11 +5,18 @@
 
 Each figure is the median of `--repeats` timed calls after a compile call, on the preset's
 shapes (override with --num-envs / --simulations / --collect-steps / --train-steps /
---batch-size). `--memory` runs nothing: it builds the loop state abstractly (`jax.eval_shape`,
-no allocation), compiles one self-play iteration and one training step at the preset's
-full shapes and prints XLA's `memory_analysis()` of each and the replay's size. Training is
-timed as the Trainer runs it (one jitted update per step) and as one `lax.scan`
-(`trainer.train`), side by side.
+--batch-size), timed through benchmarks/timing.py (`time_compiled`, which refuses a timed call
+that compiles or runs JAX eagerly; the search key is built before timing). `--memory` runs
+nothing: it builds the loop state abstractly (`jax.eval_shape`, no allocation), compiles one
+self-play iteration and one training step at the preset's full shapes and prints XLA's
+`memory_analysis()` of each and the replay's size. Training is timed as the Trainer runs it
+(`trainer._train`: per-step calls on CPU, one scan on GPU/TPU) and as one `lax.scan`
+(`trainer.train`), alternately in one timing call.
+
+Quick run: --game backgammon --preset tiny --num-envs 4 --simulations 4 --collect-steps 16
+--train-steps 2 --batch-size 16 --repeats 2. Figures: docs/benchmarks.md, "Search and
+training", "Chess training rates and the `large` memory" and "Training steps outside a
+`lax.scan`".
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from turbozero.training import Trainer
 from turbozero.training import trainer as trainer_lib
 from turbozero.training.algorithms import tree_config
 
-from _timing import median_time  # benchmarks/_timing.py (this script's folder)
+from timing import time_compiled  # benchmarks/timing.py (this script's folder)
 
 
 def with_simulations(search_config, n: int):
@@ -34,8 +41,8 @@ def with_simulations(search_config, n: int):
 
 
 def main() -> None:
-    p = argparse.ArgumentParser()
-    p.add_argument("--game", default="backgammon")
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--game", default="chess")
     p.add_argument("--preset", default="tiny")
     p.add_argument("--num-envs", type=int, default=None)
     p.add_argument("--simulations", type=int, default=None)
@@ -50,6 +57,11 @@ def main() -> None:
         if getattr(args, name):
             overrides[name] = getattr(args, name)
     cfg = get_preset(args.game, args.preset, **overrides)
+    try:
+        tree_config(cfg.search)
+    except ValueError:
+        p.error(f"{args.game} {args.preset} has no tree search ({type(cfg.search).__name__}); "
+                "this script times one (backgammon: --preset az-tiny)")
     if args.simulations:
         cfg = dataclasses.replace(cfg, search=with_simulations(cfg.search, args.simulations))
     if args.memory:
@@ -60,13 +72,15 @@ def main() -> None:
     # the algorithm's own self-play search (mctx, the kernel, MCGS for simultaneous games,
     # MuZero on its learned model), not `turbozero.search.search`, which turn-based games only take
     search_jit = jax.jit(trainer.algorithm.self_play_policy)
-    t_search = median_time(lambda: search_jit(variables, states, jax.random.PRNGKey(0)), args.repeats)
+    key = jax.random.PRNGKey(0)  # built before timing: eager work otherwise
+    t_search = time_compiled({"search": search_jit}, args=(variables, states, key),
+                             repeats=args.repeats)["search"].median
 
     def collect():
         trainer.state, stats = trainer._collect(trainer.state)
         return stats.positions
 
-    t_collect = median_time(collect, args.repeats)
+    t_collect = time_compiled({"collect": collect}, repeats=args.repeats)["collect"].median
     # fill enough replay for training to sample finished games
     while int(trainer.state.buffer.has_target.sum()) == 0:
         collect()
@@ -75,14 +89,21 @@ def main() -> None:
         trainer.state, metrics = trainer._train(trainer.state)
         return metrics["loss"]
 
-    t_train = median_time(train, args.repeats)
-    # the same updates in one lax.scan (trainer.train), which the Trainer no longer uses: on
-    # XLA:CPU convolution gradients inside a loop body run far slower (trainer.train's docstring)
+    # the same updates in one lax.scan (trainer.train), which the Trainer does not use on CPU:
+    # on XLA:CPU convolution gradients inside a loop body run far slower (trainer.train's
+    # docstring); timed alternately with the Trainer's own updates, on the state of the moment
     scan = jax.jit(lambda ts, buf, key: trainer_lib.train(
         ts, buf, key, loss_fn=trainer.algorithm.loss_fn, batch_size=cfg.batch_size,
         num_steps=cfg.train_steps, sample_fn=trainer.algorithm.sample)[1]["loss"])
-    t_scan = median_time(lambda: scan(trainer.state.train_state, trainer.state.buffer,
-                                      trainer.state.key), args.repeats)
+    # the Trainer's train_fn unpacks its jitted key split from Python (`key, k = split(...)`,
+    # one eager `unstack` per iteration, turbozero/training/loop.py): library code this script
+    # times whole, so those ops are let through by name and counted (printed below)
+    t = time_compiled({"train": train,
+                       "scan": lambda: scan(trainer.state.train_state, trainer.state.buffer,
+                                            trainer.state.key)}, repeats=args.repeats,
+                      allow_eager_in={"train": ["turbozero/training/loop.py:train_fn"]})
+    t_train, t_scan = t["train"].median, t["scan"].median
+    train_eager = t["train"].allowed_eager_per_call
     n, sims = cfg.num_envs, tree_config(cfg.search).num_simulations
     rows = [
         ("search simulations/s", n * sims / t_search, f"batch {n} x {sims} sims, {t_search*1e3:.1f} ms/call"),
@@ -96,6 +117,9 @@ def main() -> None:
     print(f"| {'-'*24} | {'-'*12} | --- |")
     for name, value, note in rows:
         print(f"| {name:<24} | {value:>12,.{0 if value >= 100 else 2}f} | {note} |")
+    if train_eager:
+        print(f"(the Trainer's training call ran {train_eager:g} eager JAX op(s) per call in "
+              "turbozero/training/loop.py's train_fn, let through and timed with it)")
 
 
 class _AbstractTrainer(Trainer):
