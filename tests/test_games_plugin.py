@@ -69,3 +69,32 @@ def test_the_check_can_fail(tmp_path):
                    'if env.id == "backgammon":\n    pass\n', encoding="utf-8")
     found = _mentions(bad, tmp_path)
     assert [f.split(":")[1] for f in found] == ["2", "3"], found
+
+
+def test_each_game_is_one_package_on_the_training_side():
+    """Every game with presets has its package `turbozero/games/<game>/`: the `GameSpec` that
+    `turbozero.games.GAMES` holds comes from there, and so do its presets; the shared files
+    (`turbozero/games/__init__.py`, `spec.py`, `turbozero/presets.py`) hold no game's settings
+    (no GameSpec built and no preset written there)."""
+    import importlib
+
+    from turbozero import presets
+    from turbozero.games import GAMES
+
+    for game, module in presets._PRESET_MODULES.items():
+        package = module.__name__.rsplit(".", 1)[0]
+        assert module.__name__ == f"{package}.presets"
+        own = importlib.import_module(package)
+        specs = getattr(own, "SPECS", None) or (own.SPEC,)
+        assert GAMES[game] in specs, game
+        assert presets._PRESETS[game] is module.PRESETS
+    for shared in ("turbozero/games/__init__.py", "turbozero/games/spec.py",
+                   "turbozero/presets.py"):
+        tree = ast.parse((ROOT / shared).read_text(encoding="utf-8"))
+        specs = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Call)
+                 and isinstance(n.func, ast.Name) and n.func.id == "GameSpec"]
+        settings = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.keyword)
+                    and n.arg == "num_envs"]
+        assert not specs and not settings, (
+            f"{shared} builds a GameSpec (lines {specs}) or a preset (lines {settings}): a "
+            "game's settings belong in its package")

@@ -1,3 +1,21 @@
-"""Backgammon in training: the gnubg opponent's matches (`gnubg_match`). The rules are
-`envs.backgammon`; the game's `GameSpec` is registered in `turbozero.games`; the value format
-and equity are in `equity`."""
+"""Backgammon in training: its `GameSpec` (`SPEC` below, collected in `turbozero.games.GAMES`),
+the gnubg opponent's matches (`gnubg_match`) and its presets (`presets`). The rules are
+`envs.backgammon`; the value format and equity are in `equity`."""
+
+from __future__ import annotations
+
+from turbozero.games.spec import GameSpec, Opponent
+from turbozero.networks.value_formats import FourWayValue
+
+
+def _gnubg_match(env, agent, variables, key, num_games, max_steps):
+    from turbozero.games.backgammon.gnubg_match import play_against_gnubg
+
+    return play_against_gnubg(env, agent, variables, key, num_games, max_steps)
+
+
+SPEC = GameSpec("backgammon", FourWayValue(), "mlp", "4-way conditional value head (equity)",
+                (Opponent("gnubg", "gnubg = GNU Backgammon at 0-ply (its neural net, "
+                          "no lookahead)", match=_gnubg_match, module="gnubg",
+                          install='pip install -e ".[backgammon]"'),),
+                move_text="envs._src.backgammon.moves_text:MOVE_TEXT")

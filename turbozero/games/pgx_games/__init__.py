@@ -1,0 +1,13 @@
+"""pgx's deterministic games in training (`envs.make("pgx/<id>")`): their `GameSpec`s
+(`SPECS`), collected in `turbozero.games.GAMES`, and tic-tac-toe's presets in
+`turbozero.games.pgx_games.presets`."""
+
+from __future__ import annotations
+
+from turbozero.games.spec import GameSpec
+from turbozero.networks.value_formats import WDLValue
+
+SPECS = (
+    GameSpec("pgx/tic_tac_toe", WDLValue(), "mlp", "small test game"),
+    GameSpec("pgx/connect_four", WDLValue(), "mlp", "small test game"),
+)
