@@ -113,7 +113,7 @@ def test_short_training_run_lowers_value_and_policy_loss(short_run):
     entropy = float(-np.sum(np.where(w > 0, w * np.log(np.where(w > 0, w, 1.0)), 0.0), -1).mean())
 
     def losses(ts):
-        _, (m, _) = trainer.algorithm.loss_fn(ts.params, ts, batch, 0.0)
+        _, (m, _) = trainer.algorithm.loss_fn(ts.params, ts, batch)
         return float(m["value_loss"]), float(m["policy_loss"]) - entropy
 
     v0, kl0 = losses(initial)

@@ -160,7 +160,7 @@ def _toy_state(params):
 
 
 def _toy_loss(poison):
-    def loss(params, ts, exp, l2):
+    def loss(params, ts, exp):
         base = jnp.sum(jnp.square(params["w"] - 1.0))
         return jnp.where(exp.returns[0, 0] > poison, jnp.nan, base), ({}, {})
     return loss

@@ -164,8 +164,10 @@ class Algorithm(abc.ABC):
 
     # ------------------------------------------------------------------ learning
     @abc.abstractmethod
-    def loss_fn(self, params, train_state, experience, l2_reg_lambda=0.0):
-        """`(loss, (metrics, updates))`, the signature `trainer.train` differentiates."""
+    def loss_fn(self, params, train_state, experience):
+        """`(loss, (metrics, updates))`, the signature `trainer.train` differentiates. The loss
+        functions' in-loss L2 (`l2_reg_lambda`, the backgammon spec's signature) is 0 here:
+        weight decay is the optimizer's (`trainer.MaskedWeightDecay`)."""
 
     def collect(self, state: Any, jitted_collect: Callable, risk: Any = None
                 ) -> tuple[Any, Any]:
@@ -258,8 +260,8 @@ class AlphaZeroAlgorithm(Algorithm):
 
         return {"greedy": greedy}
 
-    def loss_fn(self, params, train_state, experience, l2_reg_lambda=0.0):
-        return az_loss_fn(params, train_state, experience, l2_reg_lambda,
+    def loss_fn(self, params, train_state, experience):
+        return az_loss_fn(params, train_state, experience, 0.0,  # Algorithm.loss_fn: no L2
                           value_format=self.value_format)
 
 
@@ -284,8 +286,8 @@ class GraphSearchAlgorithm(Algorithm):
         return mcgs_search(self.eval_fn, variables, self.env, states, key,
                            self.eval_search_config).action
 
-    def loss_fn(self, params, train_state, experience, l2_reg_lambda=0.0):
-        return simultaneous_loss_fn(params, train_state, experience, l2_reg_lambda)
+    def loss_fn(self, params, train_state, experience):
+        return simultaneous_loss_fn(params, train_state, experience, 0.0)  # Algorithm.loss_fn
 
 
 # search config type -> the algorithm that trains with it (`register_algorithm` adds more)

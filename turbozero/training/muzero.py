@@ -242,8 +242,8 @@ class MuZeroAlgorithm(Algorithm):
     def sample(self, buffer, key, batch_size):
         return make_batch(buffer, key, batch_size, self.search_config, self.value_format)
 
-    def loss_fn(self, params, train_state, experience, l2_reg_lambda=0.0):
-        return muzero_loss(params, train_state, experience, l2_reg_lambda,
+    def loss_fn(self, params, train_state, experience):
+        return muzero_loss(params, train_state, experience, 0.0,  # Algorithm.loss_fn: no L2
                            config=self.search_config)
 
 

@@ -261,10 +261,11 @@ class AfterstateTD(Algorithm):
         obs = buffer.observation.reshape((e * t,) + buffer.observation.shape[2:])[idx]
         return TDExperience(observation=obs, target=buffer.target.reshape(e * t, -1)[idx])
 
-    def loss_fn(self, params, train_state, experience: TDExperience, l2_reg_lambda=0.0):
+    def loss_fn(self, params, train_state, experience: TDExperience):
         (_, value_out), updates = apply_in_training(params, train_state, experience.observation)
         value_loss, metrics = self.value_format.outcome_loss(value_out, experience.target)
-        return total_loss(params, jnp.zeros(()), value_loss, l2_reg_lambda, metrics, updates)
+        # no in-loss L2 (Algorithm.loss_fn): weight decay is the optimizer's
+        return total_loss(params, jnp.zeros(()), value_loss, 0.0, metrics, updates)
 
 
 register_algorithm(TDConfig, AfterstateTD)

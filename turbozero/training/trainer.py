@@ -13,7 +13,8 @@ import optax
 from turbozero.training import replay
 from turbozero.training.types import TrainState
 
-# loss_fn(params, train_state, experience, l2_reg_lambda) -> (loss, (metrics, updates))
+# loss_fn(params, train_state, experience) -> (loss, (metrics, updates)); weight decay is the
+# optimizer's (MaskedWeightDecay), not a loss term
 LossFn = Callable
 
 
@@ -179,14 +180,14 @@ def _all_finite(tree: Any) -> jax.Array:
 
 
 def train_step(
-    train_state: TrainState, experience, loss_fn: LossFn, l2_reg_lambda: float = 0.0
+    train_state: TrainState, experience, loss_fn: LossFn
 ) -> tuple[TrainState, dict]:
     """One update; a step whose loss or gradients are not finite changes nothing (parameters,
     optimizer state, BatchNorm statistics, step count) and reports `skipped_nonfinite = 1`
     (docs/training.md)."""
     grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
     (loss, (metrics, updates)), grads = grad_fn(
-        train_state.params, train_state, experience, l2_reg_lambda
+        train_state.params, train_state, experience
     )
     finite = jnp.isfinite(loss) & _all_finite(grads)
     new_state = train_state.apply_gradients(grads=grads)
@@ -206,14 +207,13 @@ def sampled_step(
     *,
     loss_fn: LossFn,
     batch_size: int,
-    l2_reg_lambda: float = 0.0,
     shard_batch: Callable = lambda x: x,
     sample_fn: Callable = replay.sample,
 ) -> tuple[TrainState, dict]:
     """One update on a batch of `sample_fn(buffer, key, batch_size)` (`Algorithm.sample`;
     default uniform single positions): `train_step` after sampling."""
     experience = shard_batch(sample_fn(buffer, key, batch_size))
-    return train_step(train_state, experience, loss_fn, l2_reg_lambda)
+    return train_step(train_state, experience, loss_fn)
 
 
 def summarize_steps(metrics: dict) -> dict:
@@ -245,8 +245,7 @@ def train(
     `step_options` are `sampled_step`'s keywords (`loss_fn` and `batch_size` required).
 
     Returns the metrics averaged over the steps that were applied, and `skipped_nonfinite`, the
-    number of steps skipped for a non-finite loss or gradient. `l2_reg_lambda` is the in-loss L2
-    of the loss functions' signature; the Trainer passes 0 and decays weights in the optimizer.
+    number of steps skipped for a non-finite loss or gradient.
 
     The Trainer runs this on GPU and TPU (`ScanUpdates`), not on CPU: on XLA:CPU, gradients
     of convolutions inside a loop body (this scan) run 10-30x slower than the same gradients
