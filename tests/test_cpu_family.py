@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import envs
+from fixed_networks import fixed_linear_network
 from turbozero.search import (
     CPUSearchConfig, NetworkEvaluator, PUCTRoot, SearchResult, SpecPUCT, TreeSearchConfig,
     available_families, family_of, search)
@@ -33,15 +34,7 @@ GAME = "pgx/tic_tac_toe"
 def game():
     """The env, the fixed random linear network and four positions (plies 0-3) as a batch."""
     env = envs.make(GAME)
-    rng = np.random.default_rng(0)
-    d = int(np.prod(env.init(jax.random.PRNGKey(0)).observation.shape))
-    w = jnp.asarray(rng.normal(size=(d, env.num_actions)), jnp.float32)
-    v = jnp.asarray(rng.normal(size=(d,)) * 0.5, jnp.float32)
-
-    def net(params, obs):
-        del params
-        f = obs.reshape(obs.shape[0], -1).astype(jnp.float32)
-        return f @ w, jnp.tanh(f @ v)
+    net = fixed_linear_network(env)
 
     step = jax.jit(env.step)
     states = [env.init(jax.random.PRNGKey(0))]

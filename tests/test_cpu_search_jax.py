@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import envs
+from fixed_networks import fixed_linear_network
 from turbozero.search.cpu import NEW_GAME, NO_ACTION, CPUSearchConfig, SearchTree
 from turbozero.search.cpu.selfplay import CPUSelfPlayConfig, cpu_self_play, make_pool_evaluator
 
@@ -24,15 +25,7 @@ GAME = "pgx/tic_tac_toe"
 @pytest.fixture(scope="module")
 def game():
     env = envs.make(GAME)
-    rng = np.random.default_rng(0)
-    d = int(np.prod(env.init(jax.random.PRNGKey(0)).observation.shape))
-    w = jnp.asarray(rng.normal(size=(d, env.num_actions)), jnp.float32)
-    v = jnp.asarray(rng.normal(size=(d,)) * 0.5, jnp.float32)
-
-    def net(params, obs):
-        del params
-        f = obs.reshape(obs.shape[0], -1).astype(jnp.float32)
-        return f @ w, jnp.tanh(f @ v)
+    net = fixed_linear_network(env)
 
     step = jax.jit(env.transition)
     observe = jax.jit(env.observe)
