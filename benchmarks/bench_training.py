@@ -95,15 +95,12 @@ def main() -> None:
     scan = jax.jit(lambda ts, buf, key: trainer_lib.train(
         ts, buf, key, loss_fn=trainer.algorithm.loss_fn, batch_size=cfg.batch_size,
         num_steps=cfg.train_steps, sample_fn=trainer.algorithm.sample)[1]["loss"])
-    # the Trainer's train_fn unpacks its jitted key split from Python (`key, k = split(...)`,
-    # one eager `unstack` per iteration, turbozero/training/loop.py): library code this script
-    # times whole, so those ops are let through by name and counted (printed below)
+    # nothing let through: the Trainer's train_fn unpacked its key split eagerly (one unstack
+    # per iteration) until 2026-11-27
     t = time_compiled({"train": train,
                        "scan": lambda: scan(trainer.state.train_state, trainer.state.buffer,
-                                            trainer.state.key)}, repeats=args.repeats,
-                      allow_eager_in={"train": ["turbozero/training/loop.py:train_fn"]})
+                                            trainer.state.key)}, repeats=args.repeats)
     t_train, t_scan = t["train"].median, t["scan"].median
-    train_eager = t["train"].allowed_eager_per_call
     n, sims = cfg.num_envs, tree_config(cfg.search).num_simulations
     rows = [
         ("search simulations/s", n * sims / t_search, f"batch {n} x {sims} sims, {t_search*1e3:.1f} ms/call"),
@@ -117,9 +114,6 @@ def main() -> None:
     print(f"| {'-'*24} | {'-'*12} | --- |")
     for name, value, note in rows:
         print(f"| {name:<24} | {value:>12,.{0 if value >= 100 else 2}f} | {note} |")
-    if train_eager:
-        print(f"(the Trainer's training call ran {train_eager:g} eager JAX op(s) per call in "
-              "turbozero/training/loop.py's train_fn, let through and timed with it)")
 
 
 class _AbstractTrainer(Trainer):
