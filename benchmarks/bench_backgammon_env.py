@@ -1,13 +1,16 @@
 """Random-play env steps per second: envs.backgammon against pgx's backgammon, side by side.
+Feeds docs/benchmarks.md, "Backgammon" (and the before/after table of "Env protocol, second
+version").
 
     python benchmarks/bench_backgammon_env.py [--batches 0 1 64 1024] [--steps 200] [--repeats 3]
 
 Both envs run the same loop, jitted once per batch size: `lax.scan` over `--steps` steps of
 `vmap(step)` on a batch of games, a uniformly random legal action each step, and games that end
 are re-initialised in place (so every step is a live step). One "step" is one micro-action
-(one checker, or a pass) in both envs; pgx rolls its dice inside `step` too. Reported: steps/s
-(batch x steps / seconds, best of `--repeats` timed runs after a warm-up run) and the ratio
-ours / pgx.
+(one checker, or a pass) in both envs; pgx rolls its dice inside `step` too. Timing goes through
+`benchmarks/timing.py` (`time_compiled`): one warm-up call each, then ours and pgx's called
+alternately `--repeats` times, the PRNG keys built before each clock starts. Reported: steps/s
+(batch x steps / median seconds per call) and the ratio ours / pgx.
 """
 
 from __future__ import annotations
@@ -15,7 +18,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
 import jax
 import jax.numpy as jnp
@@ -23,6 +25,7 @@ import jax.numpy as jnp
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import envs  # noqa: E402
+from timing import time_compiled  # noqa: E402
 
 
 def make_runner(init, step, batch: int, steps: int):
@@ -65,16 +68,6 @@ def make_runner(init, step, batch: int, steps: int):
     return run
 
 
-def time_runner(run, repeats: int) -> float:
-    jax.block_until_ready(run(jax.random.PRNGKey(0)))  # compile + warm-up
-    best = float("inf")
-    for r in range(repeats):
-        t = time.perf_counter()
-        jax.block_until_ready(run(jax.random.PRNGKey(r + 1)))
-        best = min(best, time.perf_counter() - t)
-    return best
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--batches", type=int, nargs="+", default=[0, 1, 64, 1024],
@@ -88,11 +81,14 @@ def main() -> None:
     ours = envs.make("backgammon")
     theirs = pgx.make("backgammon")
     print(f"jax {jax.__version__} on {jax.devices()[0].platform}, {os.cpu_count()} cpus")
+    print(f"median of {args.repeats} alternating calls (benchmarks/timing.py)")
     print(f"{'batch':>11} {'ours steps/s':>14} {'pgx steps/s':>14} {'ours/pgx':>9}")
     for b in args.batches:
         steps = args.steps if b > 1 else args.steps * 10
-        t_ours = time_runner(make_runner(ours.init, ours.step, b, steps), args.repeats)
-        t_pgx = time_runner(make_runner(theirs.init, theirs.step, b, steps), args.repeats)
+        t = time_compiled({"ours": make_runner(ours.init, ours.step, b, steps),
+                           "pgx": make_runner(theirs.init, theirs.step, b, steps)},
+                          args=lambda r: (jax.random.PRNGKey(r + 1),), repeats=args.repeats)
+        t_ours, t_pgx = t["ours"].median, t["pgx"].median
         n = max(b, 1) * steps
         s_ours, s_pgx = n / t_ours, n / t_pgx
         label = "1 (no vmap)" if b == 0 else str(b)
