@@ -1,6 +1,7 @@
-"""Chess random-play throughput: envs.chess vs pgx chess vs python-chess, in one run.
+"""Chess random-play throughput: envs.chess vs pgx chess vs python-chess, in one run. Feeds
+docs/benchmarks.md, "Chess" (the random-play tables) and docs/chess.md.
 
-    python benchmarks/bench_chess.py [--batches 1 64 1024] [--seconds 3]
+    python benchmarks/bench_chess.py [--batches 1 64 1024] [--repeats 5] [--seconds 3]
 
 Every engine plays uniformly random legal moves and restarts a game when it ends. JAX engines
 run `steps` plies inside one jitted lax.scan (no Python per ply); the action is drawn the same
@@ -13,6 +14,14 @@ path). python-chess runs on one core: `list(board.legal_moves)` + `random.choice
 `board.push`, restarting at mate/stalemate, the 50-move rule, insufficient material or 512
 plies. Also printed: the compile time of `jit(env.step)` (unbatched) and the share of a batched
 ply spent choosing the action.
+
+Timing: the JAX engines go through `benchmarks/timing.py` (`time_compiled`): per batch size,
+envs.chess and pgx (and, at the largest batch, envs.chess through `init` / `step`) are called
+alternately `--repeats` times after a warm-up call each, keys built before each clock starts,
+each engine's games carried on from its previous call; rates are from the median call. On plain
+clocks, named as such: python-chess (host-only, `--seconds` of play on one core) and the
+compile figures (the first call of each scan, `jit(env.step).lower().compile()`), which time
+compiles on purpose.
 """
 
 from __future__ import annotations
@@ -29,6 +38,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
 from envs.sampling import uniform_legal_action  # noqa: E402
+from timing import time_compiled  # noqa: E402
 
 
 def make_runner(init, step, batch: int, steps: int):
@@ -57,21 +67,37 @@ def make_runner(init, step, batch: int, steps: int):
     return go
 
 
-def bench_jax(name, init, step, batch, seconds):
-    steps = max(10, min(2000, int(20000 / batch)))
-    run, fresh = make_runner(init, step, batch, steps)(jax.random.PRNGKey(0))
-    t0 = time.perf_counter()
-    state = jax.block_until_ready(run(fresh, fresh, jax.random.PRNGKey(1)))
-    compile_s = time.perf_counter() - t0
-    n, t0, i = 0, time.perf_counter(), 2
-    while time.perf_counter() - t0 < seconds:
-        state = jax.block_until_ready(run(state, fresh, jax.random.PRNGKey(i)))
-        n += steps * batch
-        i += 1
-    return n / (time.perf_counter() - t0), compile_s
+def steps_for(batch: int) -> int:
+    return max(10, min(2000, int(20000 / batch)))
+
+
+def bench_jax(engines: dict, batch: int, repeats: int) -> tuple[dict, dict]:
+    """({name: plies/s}, {name: compile + first call seconds}) of each engine {name: (init,
+    step)} at `batch`, the engines timed alternately through `time_compiled`."""
+    steps = steps_for(batch)
+    carry, fresh_of, runs, compile_s = {}, {}, {}, {}
+    for name, (init, step) in engines.items():
+        run, fresh = make_runner(init, step, batch, steps)(jax.random.PRNGKey(0))
+        jax.block_until_ready(fresh)
+        # plain clock on purpose: the first call compiles the scan ("scan compile" column)
+        t0 = time.perf_counter()
+        carry[name] = jax.block_until_ready(run(fresh, fresh, jax.random.PRNGKey(1)))
+        compile_s[name] = time.perf_counter() - t0
+        runs[name], fresh_of[name] = run, fresh
+
+    def player(name):
+        def call(key):  # host-side: each engine's games go on from its previous call
+            carry[name] = runs[name](carry[name], fresh_of[name], key)
+            return carry[name]
+        return call
+
+    t = time_compiled({name: player(name) for name in engines},
+                      args=lambda r: (jax.random.PRNGKey(r + 2),), repeats=repeats)
+    return {name: steps * batch / t[name].median for name in engines}, compile_s
 
 
 def bench_python_chess(seconds):
+    """Plies/s of python-chess random play: host-only code on one core, on a plain clock."""
     import chess
 
     rnd = random.Random(0)
@@ -99,23 +125,19 @@ def select_share(env, batch):
     sel = jax.jit(jax.vmap(uniform_legal_action))
     stp = jax.jit(jax.vmap(env.transition))
     a = jax.block_until_ready(sel(keys, mask))
-    jax.block_until_ready(stp(fresh, a))
-    reps = 20
-    t0 = time.perf_counter()
-    for _ in range(reps):
-        jax.block_until_ready(sel(keys, mask))
-    t_sel = (time.perf_counter() - t0) / reps
-    t0 = time.perf_counter()
-    for _ in range(reps):
-        jax.block_until_ready(stp(fresh, a))
-    t_step = (time.perf_counter() - t0) / reps
+    t = time_compiled({"choice": lambda: sel(keys, mask), "transition": lambda: stp(fresh, a)},
+                      repeats=20)
+    t_sel, t_step = t["choice"].median, t["transition"].median
     return t_sel, t_step
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--batches", type=int, nargs="+", default=[1, 64, 1024])
-    ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--seconds", type=float, default=3.0,
+                    help="python-chess play time (plain clock, host only)")
+    ap.add_argument("--repeats", type=int, default=5,
+                    help="timed calls per JAX engine and batch (median reported)")
     args = ap.parse_args()
 
     import pgx
@@ -125,6 +147,7 @@ def main():
     env = ec.Chess()
     penv = pgx.make("chess")
 
+    # plain clocks on purpose: these two time the compile of jit(env.step), no run
     t0 = time.perf_counter()
     jax.jit(env.step).lower(env.init(jax.random.PRNGKey(0)), jnp.int32(0)).compile()
     ours_compile = time.perf_counter() - t0
@@ -141,13 +164,19 @@ def main():
     print("| batch | envs.chess transitions/s | pgx chess steps/s | python-chess plies/s "
           "| ours / python-chess | ours / pgx | scan compile ours / pgx (s) |")
     print("|---|---|---|---|---|---|---|")
+    big = max(args.batches)
+    with_obs = None
     for b in args.batches:
-        ours, oc = bench_jax("ours", env.init_state, env.transition, b, args.seconds)
-        theirs, tc = bench_jax("pgx", penv.init, lambda s, a: penv.step(s, a), b, args.seconds)
+        engines = {"ours": (env.init_state, env.transition),
+                   "pgx": (penv.init, lambda s, a: penv.step(s, a))}
+        if b == big and with_obs is None:  # envs.chess with its observation, same calls
+            engines["ours+obs"] = (env.init, env.step)
+        rates, comp = bench_jax(engines, b, args.repeats)
+        ours, theirs = rates["ours"], rates["pgx"]
+        with_obs = rates.get("ours+obs", with_obs)
         print(f"| {b} | {ours:,.0f} | {theirs:,.0f} | {pc:,.0f} | {ours / pc:.2f}x | "
-              f"{ours / theirs:.2f}x | {oc:.1f} / {tc:.1f} |", flush=True)
-    b = max(args.batches)
-    with_obs, _ = bench_jax("ours+obs", env.init, env.step, b, args.seconds)
+              f"{ours / theirs:.2f}x | {comp['ours']:.1f} / {comp['pgx']:.1f} |", flush=True)
+    b = big
     print()
     print(f"batch {b}, envs.chess through init/step (observation every ply): {with_obs:,.0f} "
           f"steps/s = {with_obs / pc:.2f}x python-chess")
