@@ -1,11 +1,15 @@
 """mctx search on chess with node embeddings that hold the observation (`env.step`) or not
-(`env.transition`, the observation computed once for the node's evaluation).
+(`env.transition`, the observation computed once for the node's evaluation). Feeds
+docs/benchmarks.md, "Chess" (the search-embeddings table) and docs/chess.md.
 
-    python benchmarks/bench_search_embeddings.py [--batch 64] [--simulations 32]
+    python benchmarks/bench_search_embeddings.py [--batch 64] [--simulations 32] [--reps 3]
 
 Same search, same evaluator (a linear layer over the channel means of the observation, cheap
 next to the env), same keys: both variants give the same actions (checked). Prints CPU and
-wall time per search and the bytes of the tree's embeddings.
+wall time per search and the bytes of the tree's embeddings. Timing goes through
+`benchmarks/timing.py` (`time_compiled`): one warm-up call each, then the two variants called
+alternately `--reps` times on inputs built before; wall time is the median call, CPU time
+(`time.process_time`, all threads of the process) the median over the same timed calls.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import mctx  # noqa: E402
 import numpy as np  # noqa: E402
 
 import envs  # noqa: E402
+from timing import time_compiled  # noqa: E402
 
 
 def make_search(env, weights, batch, simulations, bare: bool):
@@ -78,18 +83,30 @@ def main():
           f"load avg {os.getloadavg()[0]:.1f}")
     print("| embeddings | CPU s per search | wall s per search | embedding bytes |")
     print("|---|---|---|---|")
+    names = {False: "with observation (step)", True: "bare (transition + observe)"}
+    cpu = {bare: [] for bare in names}
+    last = {}
+    searches = {bare: make_search(env, weights, args.batch, args.simulations, bare)
+                for bare in names}
+
+    def timed(bare):
+        def call(states, key):  # host-side: CPU seconds and the result of each call
+            c0 = time.process_time()
+            out = jax.block_until_ready(searches[bare](states, key))
+            cpu[bare].append(time.process_time() - c0)
+            last[bare] = out
+            return out
+        return call
+
+    key = jax.random.PRNGKey(2)
+    t = time_compiled({names[bare]: timed(bare) for bare in names}, args=(states, key),
+                      repeats=args.reps)
     actions = {}
-    for bare in (False, True):
-        search = make_search(env, weights, args.batch, args.simulations, bare)
-        act, emb = jax.block_until_ready(search(states, jax.random.PRNGKey(2)))
-        c0, t0 = time.process_time(), time.perf_counter()
-        for _ in range(args.reps):
-            jax.block_until_ready(search(states, jax.random.PRNGKey(2)))
-        cpu = (time.process_time() - c0) / args.reps
-        wall = (time.perf_counter() - t0) / args.reps
+    for bare, name in names.items():
+        act, emb = last[bare]
         actions[bare] = np.asarray(act)
-        name = "bare (transition + observe)" if bare else "with observation (step)"
-        print(f"| {name} | {cpu:.3f} | {wall:.3f} | {int(emb):,} |", flush=True)
+        cpu_s = float(np.median(cpu[bare][-args.reps:]))  # the timed calls, not the warm-up
+        print(f"| {name} | {cpu_s:.3f} | {t[name].median:.3f} | {int(emb):,} |", flush=True)
     print("same actions:", bool((actions[False] == actions[True]).all()))
 
 
