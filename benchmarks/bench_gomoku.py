@@ -85,7 +85,6 @@ class NumpyGomoku:
         d, k, sign = np.asarray(DIRECTIONS), np.arange(1, win_length), np.array([1, -1])
         self.arm_dr = sign[None, :, None] * d[:, 0, None, None] * k  # [4, 2, W - 1]
         self.arm_dc = sign[None, :, None] * d[:, 1, None, None] * k
-        self.lengths = np.arange(win_length + 1)
         self.first = np.arange(view) * self.blk  # first board row (column) of each block
         pad = view * self.blk - size
         on = np.pad(np.ones((size, size), np.int32), ((0, pad), (0, pad)))
@@ -209,19 +208,28 @@ class NumpyGomoku:
         c = self.view_centre[g, 1] + a % self.V - self.h
         stone = (p + 1).astype(np.int8)
         self.board[g, r, c] = stone
-        self.block_counts[g, p, r // self.blk, c // self.blk] += 1
+        V = self.V
+        block = ((g * P + p) * V + r // self.blk) * V + c // self.blk  # flat, one per game
+        self.block_counts.reshape(-1)[block] += 1
         # the four lines through the new stone, W - 1 cells each way (the frame is -1)
         at = (g * self.side + r + self.pad) * self.side + c + self.pad  # flat framed index
-        cells = self.framed.reshape(-1)[at[:, None] + self.arm_offsets]
+        cells = np.take(self.framed.reshape(-1), at[:, None] + self.arm_offsets)
         same = (cells == stone[:, None]).reshape(g.size, 4, 2, W - 1)
-        arm = np.cumprod(same, axis=-1).sum(axis=-1)  # [n, 4, 2] stones ahead / behind
-        fwd, back = arm[..., 0], arm[..., 1]
+        run = same[..., 0].copy()  # the leading run of the mover's stones along each arm
+        arm = run.astype(np.int32)
+        for k in range(1, W - 1):
+            run &= same[..., k]
+            arm += run
+        fwd, back = arm[..., 0], arm[..., 1]  # [n, 4] stones ahead / behind
         won = 1 + (fwd + back).max(axis=1) >= W
-        L = self.lengths
-        joined = np.minimum(fwd + back + 1, W)
-        delta = ((joined[..., None] == L).sum(1)
-                 - ((fwd[..., None] == L) & (fwd[..., None] > 0)).sum(1)
-                 - ((back[..., None] == L) & (back[..., None] > 0)).sum(1))
+        # chain counts: + the joined run, - the runs it joined (lengths > 0), one bincount each
+        base = np.arange(g.size)[:, None] * (W + 1)
+        made = np.bincount((base + np.minimum(fwd + back + 1, W)).ravel(),
+                           minlength=g.size * (W + 1))
+        gone = np.bincount((base + np.concatenate([fwd, back], axis=1)).ravel(),
+                           minlength=g.size * (W + 1))
+        delta = (made - gone).reshape(g.size, W + 1)
+        delta[:, 0] = 0  # a run of length 0 (no stone on that side) is no chain
         self.chain_counts[g, p] += delta.astype(np.int32)
         stones = self.step_count[g] + 1
         self.step_count[g] = stones

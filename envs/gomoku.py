@@ -214,15 +214,18 @@ class Gomoku(Env):
 
     def _place(self, state: GomokuState, row: Array, col: Array, placed: Array) -> GomokuState:
         """The mover's stone at (row, col) where `placed` (bool), else the state unchanged:
-        the board cell, the row's empty count and the thumbnail block's stone count."""
+        the board cell, the row's empty count and the thumbnail block's stone count (where
+        nothing is placed the writes go off the arrays and are dropped: no cell is read)."""
         player = state.current_player
         stone = (player + 1).astype(jnp.int8)
         block_row, block_col = vw.block_of(row, col, self.size, self.view)
+        row = jnp.where(placed, row, self.size)  # off the arrays below: dropped
+        block_row = jnp.where(placed, block_row, self.view)
         return state.replace(
-            board=state.board.at[row, col].set(jnp.where(placed, stone, state.board[row, col])),
-            row_empties=state.row_empties.at[row].add(-placed.astype(jnp.int32)),
+            board=state.board.at[row, col].set(stone, mode="drop"),
+            row_empties=state.row_empties.at[row].add(-1, mode="drop"),
             block_counts=state.block_counts.at[block_row, block_col, player].add(
-                placed.astype(state.block_counts.dtype)))
+                1, mode="drop"))
 
     def _step(self, state: GomokuState, action: Array, key: Optional[PRNGKey]) -> GomokuState:
         del key
@@ -236,7 +239,10 @@ class Gomoku(Env):
         player = state.current_player
         stone = (player + 1).astype(jnp.int8)
         board = state.board
-        arm = lines.arms(board, row, col, stone, w)  # [4, 2]
+        # the window around the new stone (the next view, normally) and the four lines
+        # through it, read together
+        last_window, arm = vw.window_and_arms(board, row, col, stone, self.view, w)
+        arm = batching.computed_once(arm)  # [4, 2], read by the line check and the counts
         won = lines.longest_through(arm) >= w
         counts = state.chain_counts.at[player].set(
             lines.add_stone_counts(state.chain_counts[player], arm, w))
@@ -250,7 +256,8 @@ class Gomoku(Env):
         # the ranking only at the end, and under `vmap` only when some game of the batch ends
         places, rewards = batching.when(over, self._ranked, self._unranked, counts, winner)
         last = jnp.stack([row, col]).astype(jnp.int32)
-        centre, mask = vw.centre_and_mask(board, state.row_empties, last, self.view)
+        centre, mask = vw.centre_and_mask(board, state.row_empties, last, self.view,
+                                          last_window)
         return state.replace(
             current_player=((player + 1) % self.num_players).astype(jnp.int32),
             rewards=rewards.astype(jnp.float32),

@@ -176,12 +176,14 @@ def test_line_through_a_stone_matches_numpy_on_random_boards():
         assert (got >= w) == (np_run_through(board, r, c) >= w)
 
 
-@pytest.mark.parametrize("size,view,win_length", [(9, 5, 4), (12, 3, 5), (7, 7, 3), (30, 21, 8)])
+@pytest.mark.parametrize("size,view,win_length",
+                         [(9, 5, 4), (12, 3, 5), (7, 7, 3), (5, 5, 5), (30, 21, 8)])
 def test_batched_reads_equal_cell_by_cell(size, view, win_length):
     """Under vmap the windows and the lines through a stone are read as contiguous slices of
-    the boards laid end to end (view.batched_windows, lines.batched_arms); they must equal the
-    cell-by-cell gathers for every centre, the board's edges and corners and the first and
-    last game of the batch included, and with the board shared by the batch."""
+    the boards laid end to end (view.batched_windows, lines.batched_arms, and both from one
+    slice in view.window_and_arms); they must equal the cell-by-cell gathers for every
+    centre, the board's edges and corners and the first and last game of the batch included,
+    and with the board shared by the batch."""
     rng = np.random.default_rng(size + view)
 
     @jax.jit
@@ -191,6 +193,10 @@ def test_batched_reads_equal_cell_by_cell(size, view, win_length):
                                                          win_length)
         fast, slow = (vw.window, lines.arms), (vw.window_cells, lines.arms_cells)
         batched = [jax.vmap(functools.partial(both, r))(b, c, s) for r in (fast, slow)]
+        # the lines read from the window (when they fit in it)
+        together = jax.vmap(lambda x, y, z: vw.window_and_arms(x, y[0], y[1], z, view,
+                                                               win_length))(b, c, s)
+        batched.append(together)
         # one board, many centres (the line-extender's candidate cells)
         shared = [jax.vmap(functools.partial(both, r, b[0]))(c, s) for r in (fast, slow)]
         return batched, shared
@@ -205,10 +211,11 @@ def test_batched_reads_equal_cell_by_cell(size, view, win_length):
             if cell[0] % 2 == 0:
                 centres[0] = cell
             stones = jnp.asarray(rng.integers(1, 4, batch).astype(np.int8))
-            batched, shared = reads(jnp.asarray(boards), jnp.asarray(centres), stones)
-            for (fast, slow) in (batched, shared):
-                for f, g in zip(fast, slow):
-                    np.testing.assert_array_equal(f, g)
+            (fast, slow, together), shared = reads(jnp.asarray(boards), jnp.asarray(centres),
+                                                   stones)
+            for got, want in ((fast, slow), (together, slow), shared):
+                for g, w in zip(got, want):
+                    np.testing.assert_array_equal(g, w)
 
 
 def test_batch_level_cond_gives_each_games_branch():

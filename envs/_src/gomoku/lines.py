@@ -68,48 +68,84 @@ def _leading(same: Array) -> Array:
     return count
 
 
-def batched_arms(boards: Array, rows: Array, cols: Array, stones: Array,
-                 win_length: int) -> Array:
-    """int32[B, 4, 2]: `arms_cells` of B boards [B, S, S] at (rows, cols) [B] for stones [B].
+def board_slices(boards: Array, rows: Array, cols: Array, length: int) -> Array:
+    """int8[B, length]: for each of B boards [B, S, S], `length` cells in row-major order
+    from cell (rows[b], cols[b]), read from the boards laid end to end.
 
-    As `view.batched_windows`: a gather of single cells with computed indices is slow on
-    XLA:CPU, one of long contiguous slices runs at memory speed. Each game reads one slice of
-    the boards laid end to end, from (row - W + 1, col - W + 1) to (row + W - 1, col + W - 1)
-    in row-major order; the four lines through the stone are then fixed strided slices of it
-    (a row, a column, the diagonal, the anti-diagonal), and their cells off the board are
-    masked by their coordinates. Only the first and the last game can reach beyond the whole
-    array: theirs are gathered cell by cell.
+    Why: a gather of single cells with computed indices runs at a few ns per cell on XLA:CPU
+    (under `vmap`, the view's windows and the lines through the new stone were most of a
+    batched move; docs/benchmarks.md, "Gomoku"), one of long contiguous slices at memory
+    speed. A start above or left of the board lies in the previous game's cells or the
+    previous row's, and a row's tail runs on into the next row: the cells a caller wants sit
+    at fixed offsets of the slice, and it masks those off the board by their coordinates.
+    Only the first and the last game can start or end beyond the whole array: their starts
+    are clamped (their slices are then wrong, and callers replace those two games' results
+    with cell-by-cell reads). Needs B >= 2 and `length` <= 2 S^2.
     """
     num, size = boards.shape[0], boards.shape[1]
-    n = win_length - 1
-    span = 2 * n + 1  # cells of a line, the stone in the middle
-    length = 2 * n * size + span
-    starts = batching.computed_once(jnp.arange(num, dtype=jnp.int32) * (size * size)
-                                    + (rows - n) * size + (cols - n))
-    chunks = jax.lax.gather(
+    # clamped and materialised once, so that the gather checks no bounds and recomputes no
+    # index per cell (batching.computed_once)
+    starts = batching.materialised(jnp.clip(
+        jnp.arange(num, dtype=jnp.int32) * (size * size) + rows * size + cols,
+        0, num * size * size - length))
+    return jax.lax.gather(
         boards.reshape(-1), starts[:, None],
         jax.lax.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(),
                                        start_index_map=(0,)),
-        slice_sizes=(length,), mode=jax.lax.GatherScatterMode.CLIP)  # [B, length]
-    # line t of direction (dr, dc) is the cell (row + (t - n) dr, col + (t - n) dc)
-    last = 2 * n * size + 2 * n + 1
-    cells = jnp.stack([
-        chunks[:, n * size:n * size + span],            # (0, 1): the row
-        chunks[:, n:n + 2 * n * size + 1:size],         # (1, 0): the column
-        chunks[:, 0:last:size + 1],                     # (1, 1): the diagonal
-        chunks[:, 2 * n:2 * n * size + 1:size - 1],     # (1, -1): the anti-diagonal
-    ], axis=1)  # [B, 4, span]
+        slice_sizes=(length,), mode=jax.lax.GatherScatterMode.PROMISE_IN_BOUNDS)
+
+
+def _lines_in(flat: Array, stride: int, origin: int, win_length: int) -> Array:
+    """[B, 4, 2 W - 1]: the cells of the four lines through the cell at (origin, origin) of
+    row-major 2-D arrays [B, ...] flattened with row stride `stride` (strided slices)."""
+    n = win_length - 1
+    span = 2 * n + 1  # cells of a line, the stone in the middle
+    out = []
+    for dr, dc in DIRECTIONS:  # cell t: (origin + (t - n) dr, origin + (t - n) dc)
+        first = (origin - n * dr) * stride + (origin - n * dc)
+        step = dr * stride + dc
+        out.append(flat[:, first:first + step * (span - 1) + 1:step])
+    return jnp.stack(out, axis=1)
+
+
+def _arms_of_line_cells(same: Array, win_length: int) -> Array:
+    n = win_length - 1
+    return jnp.stack([_leading(same[..., n + 1:]), _leading(same[..., n - 1::-1])], axis=-1)
+
+
+def arms_in_window(windows: Array, stones: Array, win_length: int) -> Array:
+    """int32[B, 4, 2]: `arms` read from each game's view window around the stone (int8
+    [B, V, V] centred on it, OFF_BOARD beyond the edge; needs W - 1 <= V // 2): the four
+    lines are fixed strided slices of the window, whose off-board cells are never a stone."""
+    num, view = windows.shape[0], windows.shape[1]
+    cells = _lines_in(windows.reshape(num, view * view), view, view // 2, win_length)
+    same = cells == stones[:, None, None].astype(cells.dtype)
+    return _arms_of_line_cells(same, win_length)
+
+
+def batched_arms(boards: Array, rows: Array, cols: Array, stones: Array,
+                 win_length: int) -> Array:
+    """int32[B, 4, 2]: `arms_cells` of B boards [B, S, S] at (rows, cols) [B] for stones [B],
+    from one slice per game (`board_slices`: from (row - W + 1, col - W + 1) to
+    (row + W - 1, col + W - 1)); the first and the last game cell by cell."""
+    num, size = boards.shape[0], boards.shape[1]
+    if num < 2:  # one game (its slice may not fit its board): the cells
+        return jax.vmap(arms_cells, in_axes=(0, 0, 0, 0, None))(boards, rows, cols, stones,
+                                                                win_length)
+    n = win_length - 1
+    slices = board_slices(boards, rows - n, cols - n, 2 * n * size + 2 * n + 1)
+    cells = _lines_in(slices, size, n, win_length)  # [B, 4, 2 n + 1]
     d = jnp.asarray(DIRECTIONS, jnp.int32)
-    t = jnp.arange(span, dtype=jnp.int32) - n
+    t = jnp.arange(2 * n + 1, dtype=jnp.int32) - n
     line_rows = rows[:, None, None] + d[None, :, 0, None] * t
     line_cols = cols[:, None, None] + d[None, :, 1, None] * t
     on = (line_rows >= 0) & (line_rows < size) & (line_cols >= 0) & (line_cols < size)
-    same = on & (cells == stones[:, None, None].astype(cells.dtype))
-    out = jnp.stack([_leading(same[..., n + 1:]), _leading(same[..., n - 1::-1])], axis=-1)
-    ends = jnp.array([0, num - 1])
-    exact = jax.vmap(arms_cells, in_axes=(0, 0, 0, 0, None))(
-        boards[ends], rows[ends], cols[ends], stones[ends], win_length)
-    return out.at[ends].set(exact)
+    out = _arms_of_line_cells(on & (cells == stones[:, None, None].astype(cells.dtype)),
+                              win_length)
+    # the first and the last game, whose slices may have been clamped: cell by cell
+    for b in (0, num - 1):
+        out = out.at[b].set(arms_cells(boards[b], rows[b], cols[b], stones[b], win_length))
+    return out
 
 
 @functools.lru_cache(maxsize=None)
@@ -152,10 +188,13 @@ def add_stone_counts(counts: Array, arm_counts: Array, win_length: int) -> Array
     fwd, back = arm_counts[:, 0], arm_counts[:, 1]  # [4]
     lengths = jnp.arange(win_length + 1)
     joined = jnp.minimum(fwd + back + 1, win_length)
-    gone = (lengths[None, :] == fwd[:, None]) & (fwd[:, None] > 0)
-    gone = gone.astype(jnp.int32) + ((lengths[None, :] == back[:, None]) & (back[:, None] > 0))
-    made = (lengths[None, :] == joined[:, None]).astype(jnp.int32)
-    return counts + jnp.sum(made - gone, axis=0)
+    # one term per direction, summed unrolled (under vmap a reduction over the 4 directions
+    # was a slow loop of its own on XLA:CPU)
+    delta = jnp.zeros_like(counts)
+    for d in range(arm_counts.shape[0]):
+        delta = (delta + (lengths == joined[d]) - ((lengths == fwd[d]) & (fwd[d] > 0))
+                 - ((lengths == back[d]) & (back[d] > 0)))
+    return counts + delta
 
 
 def chain_counts(board: Array, num_players: int, win_length: int) -> Array:

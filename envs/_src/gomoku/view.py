@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 from jax import custom_batching
 
-from envs._src.gomoku import batching
+from envs._src.gomoku import lines
 from envs._src.gomoku.lines import EMPTY
 
 Array = jax.Array
@@ -64,37 +64,41 @@ def window_cells(board: Array, centre: Array, view: int) -> Array:
 
 
 def batched_windows(boards: Array, centres: Array, view: int) -> Array:
-    """int8[B, V, V]: `window_cells` of each of B boards [B, S, S] at its centre [B, 2].
-
-    Why not `vmap(window_cells)`: XLA:CPU runs a gather of single cells with computed indices
-    at a few ns per cell, and the windows were most of a batched move (docs/benchmarks.md,
-    "Gomoku"); a gather of long contiguous slices runs at memory speed. So each game's window
-    is read as one slice of the boards laid end to end: V rows of S cells, starting at the
-    window's top-left cell (rows above or columns left of the board start inside the previous
-    game's cells, or the previous row's, and the rows' tails run on to the right): the
-    window's cells sit at fixed offsets of that slice, and the ones off the board are masked
-    by their coordinates. Only the first and the last game can start or end beyond the whole
-    array, where the gather would move the slice: theirs are gathered cell by cell.
-    """
+    """int8[B, V, V]: `window_cells` of each of B boards [B, S, S] at its centre [B, 2], from
+    one slice of V rows per game (`lines.board_slices`; `vmap(window_cells)` gathered cell by
+    cell at a few ns a cell); the first and the last game cell by cell."""
     num, size = boards.shape[0], boards.shape[1]
+    if num < 2:  # one game: the cells
+        return jax.vmap(window_cells, in_axes=(0, 0, None))(boards, centres, view)
     h = view // 2
-    length = view * size
-    starts = batching.computed_once(jnp.arange(num, dtype=jnp.int32) * (size * size)
-                                    + (centres[:, 0] - h) * size + (centres[:, 1] - h))
-    flat = boards.reshape(-1)
-    chunks = jax.lax.gather(
-        flat, starts[:, None],
-        jax.lax.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(),
-                                       start_index_map=(0,)),
-        slice_sizes=(length,), mode=jax.lax.GatherScatterMode.CLIP)  # [B, V * S]
-    cells = chunks.reshape(num, view, size)[:, :, :view]
+    slices = lines.board_slices(boards, centres[:, 0] - h, centres[:, 1] - h, view * size)
+    out = window_in_slices(slices, centres, view, size)
+    # the first and the last game, whose slices may have been clamped: cell by cell
+    for b in (0, num - 1):
+        out = out.at[b].set(window_cells(boards[b], centres[b], view))
+    return out
+
+
+def window_in_slices(slices: Array, centres: Array, view: int, size: int) -> Array:
+    """int8[B, V, V]: the windows in `lines.board_slices` of V rows from each window's
+    top-left cell (cells off the board masked by their coordinates)."""
+    num, h = slices.shape[0], view // 2
+    cells = slices.reshape(num, view, size)[:, :, :view]
     offsets = jnp.arange(view, dtype=jnp.int32) - h
     rows, cols = centres[:, 0, None] + offsets, centres[:, 1, None] + offsets  # [B, V]
     on = (((rows >= 0) & (rows < size))[:, :, None] & ((cols >= 0) & (cols < size))[:, None, :])
-    out = jnp.where(on, cells, jnp.array(OFF_BOARD, boards.dtype))
-    ends = jnp.array([0, num - 1])
-    exact = jax.vmap(window_cells, in_axes=(0, 0, None))(boards[ends], centres[ends], view)
-    return out.at[ends].set(exact)
+    return jnp.where(on, cells, jnp.array(OFF_BOARD, slices.dtype))
+
+
+def window_and_arms(board: Array, row: Array, col: Array, stone: Array, view: int,
+                    win_length: int) -> tuple[Array, Array]:
+    """(`window` at (row, col), `lines.arms` of `stone` at (row, col)): what a move reads
+    around its new stone. When the lines fit the window (W - 1 <= V // 2), they are read
+    from it (`lines.arms_in_window`) instead of from the board."""
+    win = window(board, jnp.stack([row, col]), view)
+    if win_length - 1 > view // 2:
+        return win, lines.arms(board, row, col, stone, win_length)
+    return win, lines.arms_in_window(win[None], stone[None], win_length)[0]
 
 
 @functools.lru_cache(maxsize=None)
@@ -143,25 +147,24 @@ def next_centre(board: Array, row_empties: Array, last: Array, view: int) -> Arr
     return jnp.where(has_empty, last, fallback).astype(jnp.int32)
 
 
-def centre_and_mask(board: Array, row_empties: Array, last: Array,
-                    view: int) -> tuple[Array, Array]:
+def centre_and_mask(board: Array, row_empties: Array, last: Array, view: int,
+                    last_window: Array) -> tuple[Array, Array]:
     """(`next_centre`, `legal_mask` at that centre): what a move leaves for the next player.
+    `last_window`: `window(board, last, view)` (the caller has read it, `window_and_arms`).
 
     Almost always the centre is the new stone and the mask is its window's empty cells; the
     fallback (a full window) is rare. Under `vmap` a `cond` becomes a `select` and both sides
-    run for every game, so the batched rule (`custom_vmap`) gathers the windows around the
-    new stones once and runs the fallback, for the whole batch, only when some game needs it
-    (one `cond` on the batch). Measured at 100x100, view 21, batch 256 (docs/benchmarks.md,
-    "Gomoku"): the second window gather and the fallback's two row searches were about half
-    of a move's cost.
+    run for every game, so the batched rule (`custom_vmap`) runs the fallback, for the whole
+    batch, only when some game needs it (one `cond` on the batch). Measured at 100x100, view
+    21, batch 256 (docs/benchmarks.md, "Gomoku"): the second window gather and the
+    fallback's two row searches were about half of a move's cost.
     """
-    return _centre_and_mask_fn(view)(board, row_empties, last)
+    return _centre_and_mask_fn(view)(board, row_empties, last, last_window)
 
 
 @functools.lru_cache(maxsize=None)
 def _centre_and_mask_fn(view: int):
-    def one(board, row_empties, last):
-        win = window(board, last, view)
+    def one(board, row_empties, last, win):
         mask = (win == EMPTY).reshape(-1)
 
         def fallback():
@@ -171,21 +174,23 @@ def _centre_and_mask_fn(view: int):
         return jax.lax.cond(jnp.any(mask), lambda: (last.astype(jnp.int32), mask), fallback)
 
     @custom_batching.custom_vmap
-    def centre_mask(board, row_empties, last):
-        return one(board, row_empties, last)
+    def centre_mask(board, row_empties, last, win):
+        return one(board, row_empties, last, win)
 
     @centre_mask.def_vmap
-    def _batched(axis_size, in_batched, board, row_empties, last):
-        board, row_empties, last = (
+    def _batched(axis_size, in_batched, board, row_empties, last, win):
+        board, row_empties, last, win = (
             x if b else jnp.broadcast_to(x, (axis_size,) + jnp.shape(x))
-            for x, b in zip((board, row_empties, last), in_batched))
-        win = jax.vmap(lambda b, c: window(b, c, view))(board, last)  # [B, V, V]
+            for x, b in zip((board, row_empties, last, win), in_batched))
         mask = (win == EMPTY).reshape(axis_size, -1)
 
         def some_full():  # every game's own rule (its cond a select), as unbatched
-            return jax.vmap(one)(board, row_empties, last)
+            return jax.vmap(one)(board, row_empties, last, win)
 
-        out = jax.lax.cond(jnp.all(jnp.any(mask, axis=1)),
+        # any() as a max over the mask's bytes and all() as a min: XLA:CPU reduced bools
+        # twice as slowly
+        has_empty = jnp.max(mask.view(jnp.uint8), axis=1)  # [B] 1 where an empty cell
+        out = jax.lax.cond(jnp.min(has_empty) > 0,
                            lambda: (last.astype(jnp.int32), mask), some_full)
         return out, (True, True)
 
