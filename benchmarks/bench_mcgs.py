@@ -8,13 +8,28 @@
    evaluations spent on a state it had already evaluated (what a transposition table saves).
 2. Speed: playouts/s of the jitted kernel at batch 1 and 64 and of the plain-Python reference
    transcription of the spec (tests/test_mcgs_reference.py), same maze size and evaluator.
+3. Cost (`--part cost`, issue 34 item 7): what transpositions cost in time, graph against tree
+   side by side in one process, on the suite's mcgs section setting (benchmarks/suite.py: PyRat
+   21x15, its tiny two-player network, 64 playouts), at `--batches` (default 64 and 1024),
+   timed with benchmarks/timing.py's `time_compiled` (only compiled calls, interleaved; the
+   whole search output is waited for), with the process CPU time of each call beside the wall
+   time (steadier when other jobs share the machine).
+   `--ref REV` also times turbozero/search/mcgs.py as it was at git revision REV, on the same
+   roots in the same process, after checking that both give the same policies and graphs.
+
+    python benchmarks/bench_mcgs.py --part cost [--batches 64 1024] [--sims 64] [--ref REV]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import importlib.util
 import os
+import statistics
+import subprocess
 import sys
+import tempfile
 import time
 
 import jax
@@ -28,7 +43,11 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 from envs.pyrat import PyRat  # noqa: E402
 from test_mcgs_reference import (ReferenceMCGS, det_eval_jax,  # noqa: E402
                                  game_from_maze)
+from turbozero.search import mcgs as mcgs_module  # noqa: E402
 from turbozero.search.mcgs import MCGSConfig, make_mcgs_fn, uniform_eval_fn  # noqa: E402
+
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+from timing import time_compiled  # noqa: E402  (benchmarks/timing.py, beside this script)
 
 
 def distinct_share(out) -> tuple[np.ndarray, np.ndarray]:
@@ -89,12 +108,107 @@ def speed(sims, quick):
         print(f"| {name} | {rate:,.0f} | {rate / base:.1f}x |")
 
 
+def load_reference(rev: str):
+    """turbozero/search/mcgs.py at git revision `rev`, loaded as a separate module. (Its import
+    registers its own "graph" family; the current module's is registered again afterwards.)"""
+    src = subprocess.run(["git", "show", f"{rev}:turbozero/search/mcgs.py"], cwd=ROOT,
+                         check=True, capture_output=True, text=True).stdout
+    path = os.path.join(tempfile.mkdtemp(), "mcgs_reference.py")
+    with open(path, "w") as f:
+        f.write(src)
+    spec = importlib.util.spec_from_file_location("mcgs_reference", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is made
+    spec.loader.exec_module(module)
+    from turbozero.search.api import register_family
+    register_family("graph", mcgs_module.MCGSConfig, mcgs_module._run)
+    return module
+
+
+def with_cpu_time(fn, record: list):
+    """`fn` that also appends the process CPU seconds of each call (waited for) to `record`:
+    on a machine shared with other jobs the wall time of a call moves with their load, its CPU
+    time much less."""
+
+    def timed(*args):
+        c0 = time.process_time()
+        out = jax.block_until_ready(fn(*args))
+        record.append(time.process_time() - c0)
+        return out
+
+    return timed
+
+
+def cost(batches, sims, repeats, ref):
+    """Graph (transpositions on) against tree (off), the suite's mcgs setting; `ref` a module
+    of an older mcgs.py timed beside the current one."""
+    from suite import TINY_NETWORKS  # noqa: E402  (the suite's tiny network, one definition)
+    from envs import make
+    from turbozero.games import build_network, game_spec
+
+    env = make("pyrat")
+    spec = game_spec("pyrat")
+    net = build_network(spec, env, dict(TINY_NETWORKS[spec.trunk]))
+    impls = {"": mcgs_module} if ref is None else {"": mcgs_module, "ref ": ref}
+    key = jax.random.PRNGKey(2)
+    print(f"\n| PyRat {env.width}x{env.height}, {sims} playouts | batch | graph playouts/s | "
+          "tree playouts/s | graph cost (graph / tree time) | graph / tree CPU time | "
+          "tt hits per playout |")
+    print("|---|---|---|---|---|---|---|")
+    for batch in batches:
+        roots = jax.jit(lambda k, b=batch: jax.vmap(env.init)(jax.random.split(k, b)))(key)
+        variables = jax.jit(net.init)(jax.random.PRNGKey(1), roots.observation[:1])
+        fns, outs, cpu = {}, {}, {}
+        for tag, mod in impls.items():
+            eval_fn = mod.network_eval_fn(net.apply)
+            for name, tt in (("graph", True), ("tree", False)):
+                cfg = mod.MCGSConfig(num_simulations=sims, transpositions=tt)
+                f = jax.jit(lambda v, r, k, c=cfg, m=mod, e=eval_fn:
+                            m.mcgs_search(e, v, env, r, k, c))
+                out = jax.block_until_ready(f(variables, roots, key))  # compile, and check
+                fields = {fl.name: np.asarray(getattr(out.graph, fl.name))
+                          for fl in dataclasses.fields(out.graph) if fl.name != "emb"}
+                fields.update({"emb." + k: np.asarray(v) for k, v in out.graph.emb.items()})
+                outs[tag + name] = dict(fields, policy=np.asarray(out.policy),
+                                        action=np.asarray(out.action))
+                fns[tag + name] = with_cpu_time(f, cpu.setdefault(tag + name, []))
+        if ref is not None:
+            for name in ("graph", "tree"):
+                a, b = outs[name], outs["ref " + name]
+                differ = [k for k in sorted(set(a) & set(b)) if not np.array_equal(a[k], b[k])]
+                if differ:
+                    raise SystemExit(f"batch {batch}, {name}: the reference's result differs "
+                                     f"in {differ}")
+            print(f"batch {batch}: policies, actions and every graph array both versions have "
+                  "are identical to the reference's")
+        t = time_compiled(fns, args=(variables, roots, key), repeats=repeats)
+        hits = outs["graph"]["tt_hits"].sum() / (batch * sims)
+        for tag in impls:
+            rg, rt = batch * sims / t[tag + "graph"].median, batch * sims / t[tag + "tree"].median
+            cg, ct = (statistics.median(cpu[tag + n][-repeats:]) for n in ("graph", "tree"))
+            print(f"| {tag or 'current '}mcgs.py | {batch} | {rg:,.0f} | {rt:,.0f} | "
+                  f"{rt / rg:.2f}x | {cg / ct:.2f}x | {hits:.2f} |", flush=True)
+        if ref is not None:
+            print(f"| current / ref time, graph {t['graph'].median / t['ref graph'].median:.2f}x, "
+                  f"tree {t['tree'].median / t['ref tree'].median:.2f}x | {batch} |", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="small settings (smoke test)")
-    ap.add_argument("--part", choices=("all", "transpositions", "speed"), default="all")
+    ap.add_argument("--part", choices=("all", "transpositions", "speed", "cost"), default="all")
+    ap.add_argument("--batches", type=int, nargs="+", default=[64, 1024], help="cost: batches")
+    ap.add_argument("--sims", type=int, default=64, help="cost: playouts per search")
+    ap.add_argument("--repeats", type=int, default=5, help="cost: timed calls per function")
+    ap.add_argument("--ref", default=None, help="cost: also time mcgs.py at this git revision")
     args = ap.parse_args()
     print(f"jax {jax.__version__}, devices {jax.devices()}")
+    if args.part == "cost":
+        print(f"load: {os.getloadavg()[0]:.2f}")
+        cost(args.batches, args.sims, args.repeats,
+             None if args.ref is None else load_reference(args.ref))
+        print(f"load: {os.getloadavg()[0]:.2f}")
+        return
     sims = 50 if args.quick else 200
     if args.part == "speed":
         speed(50 if args.quick else 100, args.quick)

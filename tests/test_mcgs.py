@@ -195,6 +195,42 @@ OPEN_5x5 = {"width": 5, "height": 5, "walls": [], "mud": [], "cheese": [[2, 2]],
             "player1": [0, 0], "player2": [4, 4]}
 
 
+class _CollidingPyRat(PyRat):
+    """PyRat whose 64-bit key keeps `bits` bits of the real one: most positions collide."""
+
+    def __init__(self, bits: int, **kw):
+        super().__init__(**kw)
+        self.bits = bits
+
+    def state_key(self, state):
+        return super().state_key(state) & jnp.array([0, (1 << self.bits) - 1], jnp.uint32)
+
+
+@pytest.mark.parametrize("bits", [0, 2])
+def test_hash_collisions_neither_merge_positions_nor_hide_transpositions(bits):
+    """With a key that collides for almost every pair of positions (all of them at bits=0), the
+    graph is the one the full key gives, node for node: each position is found wherever its
+    node sits among the colliding ones, and a colliding one is never taken for it."""
+    kw = dict(width=7, height=7, cheese_count=10, max_turns=40)
+    env, weak = PyRat(**kw), _CollidingPyRat(bits, **kw)
+    r = roots(env, 3)
+    cfg = MCGSConfig(num_simulations=40)
+    full = make_mcgs_fn(uniform_eval_fn, env, cfg)(None, r, jax.random.PRNGKey(2))
+    out = make_mcgs_fn(uniform_eval_fn, weak, cfg)(None, r, jax.random.PRNGKey(2))
+    assert np.asarray(full.stats["tt_hits"]).sum() > 0
+    for name in ("child", "visits", "edge_r", "Q", "U", "prior", "num_nodes", "evaluated",
+                 "terminal", "tt_hits"):
+        np.testing.assert_array_equal(getattr(out.graph, name), getattr(full.graph, name),
+                                      err_msg=name)
+    for k in full.graph.emb:
+        np.testing.assert_array_equal(out.graph.emb[k], full.graph.emb[k], err_msg=k)
+    np.testing.assert_array_equal(out.policy, full.policy)
+    np.testing.assert_array_equal(out.action, full.action)
+    # the weak keys did collide: fewer distinct keys than nodes
+    n = int(out.stats["nodes_used"][0])
+    assert len({tuple(k) for k in np.asarray(out.graph.key[0, :n])}) < n
+
+
 def test_first_selection_follows_the_prior():
     # player 1 at (0, 0): outcomes UP, RIGHT, stay; player 2 at (4, 4): DOWN, LEFT, stay. The
     # preferred outcome is never outcome 0, the one a sqrt(N) exploration term takes on the tie.

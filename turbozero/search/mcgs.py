@@ -10,9 +10,10 @@ an array here. In short, per game (the batch is a vmap over games):
   `visits[A, A]`, `edge_r[A, A, 2]`, `child[A, A]` (NO_NODE = unexpanded), padded from
   `[n1, n2]`. A is the env's `num_actions` (PyRat 5), a static shape read when the search is
   traced;
-* a transposition table of T = 2^k >= 2C slots (open addressing, linear probing) holding node
-  indices; a hit is confirmed on the exact key fields (PyRat: positions, cheese, mud, turn, scores,
-  end flag), never on the hash alone.
+* the transposition lookup reads the node table itself: the child's key is compared with the
+  keys of all nodes in use at once (a vectorised compare of C keys, no probing loop), and a hit
+  is confirmed on the exact key fields of the matching node (PyRat: positions, cheese, mud, turn,
+  scores, end flag), never on the hash alone.
 
 One simulation = one playout per game: a descent (decoupled PUCT with Option D marginal Q and the
 FPU offset, `turbozero.search.fpu.first_play_urgency`; exploration scaled by
@@ -22,6 +23,12 @@ descent goes on through an already-evaluated child, i.e. a transposition) ending
 a terminal node or (option) a short-circuit; then ONE batched call of the evaluator on the
 leaves of all games; then the backup: along the path from the deepest node up,
 `visits[o1, o2] += 1` and Q recomputed idempotently from the node's edges.
+
+The descent and the backup loop over the whole batch (`lax.while_loop` with one stop condition
+for the batch, the per-game step vmapped inside), and a game that is done makes no write: its
+step is masked, not undone. (A `while_loop` vmapped over games would select between the old and
+the new carry of every game after every step, i.e. copy the whole graph of the batch at each
+level of a descent; that copy was most of the search's time, docs/benchmarks.md.)
 
 A full node table is never silently overwritten: a playout that needs a new node when the table
 is full is dropped (no visit is counted) and `stats["dropped_playouts"]` counts it.
@@ -142,7 +149,6 @@ class Graph:
     visits: jax.Array  # int32[C, A, A] edge visits [o1, o2]
     edge_r: jax.Array  # float32[C, A, A, 2] rewards of the transition
     child: jax.Array  # int32[C, A, A] child node, NO_NODE if unexpanded
-    slots: jax.Array  # int32[T] transposition table: node index or NO_NODE
     num_nodes: jax.Array  # int32
     tt_hits: jax.Array  # int32 expansions that linked an existing node
     playouts_with_hit: jax.Array  # int32 playouts that reached a transposition
@@ -161,10 +167,6 @@ class MCGSOutput:
     action_q: jax.Array
     stats: dict  # int32[B] each: nodes_used, evaluations, tt_hits, playouts_with_hit, ...
     graph: Graph  # the whole graph (batched), for inspection and tests
-
-
-def _table_size(capacity: int) -> int:
-    return 1 << max(1, math.ceil(math.log2(2 * capacity)))
 
 
 def _node_info(env: Env, state: State):
@@ -192,7 +194,7 @@ def _write_node(g: Graph, idx: jax.Array, info, cond: jax.Array) -> Graph:
 
 
 def _init_graph(env: Env, root: State, cfg: MCGSConfig) -> Graph:
-    c, t, A = cfg.num_nodes, _table_size(cfg.num_nodes), env.num_actions
+    c, A = cfg.num_nodes, env.num_actions
     info = _node_info(env, root)
     emb = jax.tree_util.tree_map(lambda x: jnp.zeros((c,) + x.shape, x.dtype), info[0])
     g = Graph(
@@ -202,27 +204,31 @@ def _init_graph(env: Env, root: State, cfg: MCGSConfig) -> Graph:
         n_out=jnp.ones((c, 2), jnp.int32), outcomes=jnp.full((c, 2, A), A - 1, jnp.int32),
         a2i=jnp.zeros((c, 2, A), jnp.int32), visits=jnp.zeros((c, A, A), jnp.int32),
         edge_r=jnp.zeros((c, A, A, 2), jnp.float32), child=jnp.full((c, A, A), NO_NODE, jnp.int32),
-        slots=jnp.full(t, NO_NODE, jnp.int32), num_nodes=jnp.int32(1), tt_hits=jnp.int32(0),
+        num_nodes=jnp.int32(1), tt_hits=jnp.int32(0),
         playouts_with_hit=jnp.int32(0), evaluations=jnp.int32(0),
         dropped_playouts=jnp.int32(0), short_circuits=jnp.int32(0))
-    g = _write_node(g, jnp.int32(0), info, jnp.array(True))
-    _, slot = _lookup(env, g, info[1], info[0])
-    return g.replace(slots=g.slots.at[slot].set(0))
+    return _write_node(g, jnp.int32(0), info, jnp.array(True))
 
 
-def _lookup(env: Env, g: Graph, key: jax.Array, emb: Any) -> tuple[jax.Array, jax.Array]:
-    """(node index or NO_NODE, the slot where it is or would go)."""
-    mask = g.slots.shape[0] - 1
+def _lookup(env: Env, g: Graph, key: jax.Array, emb: Any, after: jax.Array
+            ) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """The node of position (`key`, `emb`) among the nodes in use, looking only at node indices
+    above `after` (NO_NODE: all). Returns (node index or NO_NODE, collision, candidate).
 
-    def differs(slot):
-        idx = g.slots[slot]
-        node = jax.tree_util.tree_map(lambda x: x[jnp.maximum(idx, 0)], g.emb)
-        same = jnp.all(g.key[jnp.maximum(idx, 0)] == key) & env.same_position(node, emb)
-        return (idx >= 0) & ~same
-
-    slot = jax.lax.while_loop(differs, lambda s: (s + 1) & mask,
-                              (key[1] & jnp.uint32(mask)).astype(jnp.int32))
-    return g.slots[slot], slot
+    One vectorised compare of the key with the C stored keys (no loop); the first node with the
+    same 64-bit key is confirmed on the exact fields (`env.same_position`). If it differs (a
+    hash collision), `collision` is True and the caller asks again with `after` = `candidate`:
+    the search for that position goes on past it, so a collision never merges two positions
+    and never hides the node that holds the position. A position is stored in one node at most
+    (it is looked up before a node is made), so the node found does not depend on the order.
+    """
+    idx = jnp.arange(g.key.shape[0], dtype=jnp.int32)
+    cand = jnp.all(g.key == key, axis=-1) & (idx < g.num_nodes) & (idx > after)
+    first = jnp.argmax(cand).astype(jnp.int32)
+    node = jax.tree_util.tree_map(lambda x: x[first], g.emb)
+    some = cand[first]
+    exact = some & env.same_position(node, emb)
+    return jnp.where(exact, first, NO_NODE), some & ~exact, first
 
 
 def _marginal_q(g: Graph, node: jax.Array, cfg: MCGSConfig) -> tuple[jax.Array, jax.Array]:
@@ -264,7 +270,7 @@ def _recompute_q(g: Graph, node: jax.Array) -> jax.Array:
 
 
 class _Descent(NamedTuple):
-    """The carry of one playout's descent (`_descend`)."""
+    """The carry of the playouts' descent (`_descend`), one entry per game (batch axis first)."""
 
     graph: Graph
     node: jax.Array  # int32: the node the descent is at
@@ -275,70 +281,85 @@ class _Descent(NamedTuple):
     dropped: jax.Array  # bool: the table was full when a node was needed
     hit: jax.Array  # bool: the playout linked a transposition
     short_circuited: jax.Array  # bool
+    after: jax.Array  # int32: NO_NODE, or after a hash collision the node to look past
 
 
-def _descend(env: Env, root: State, g: Graph, cfg: MCGSConfig):
-    """One playout's selection and expansion. Returns (graph, path, depth, leaf): the path
-    int32[depth_cap, 3], its depth (0 for a dropped playout) and the leaf (NO_NODE if none)."""
+def _descent_step(env: Env, root: State, d: _Descent, cfg: MCGSConfig, depth_cap: int
+                  ) -> _Descent:
+    """One level of one game's descent (vmapped over the batch by `_descend`). A game that has
+    stopped changes nothing: every write is masked by `go`. After a hash collision the game
+    stays where it is for one step (`go` False) and looks the child up again past the node whose
+    key collided; its selection then repeats exactly (its graph is unchanged)."""
+    g, cur = d.graph, d.node
+    c = cfg.num_nodes
+    o1, o2 = _select(g, cur, cfg)
+    ch = g.child[cur, o1, o2]
+    need = ch == NO_NODE
+    # expansion: step the env from the node's state (computed always, applied if needed)
+    state = env.search_restore(root, jax.tree_util.tree_map(lambda x: x[cur], g.emb))
+    acts = jnp.stack([g.outcomes[cur, 0, o1], g.outcomes[cur, 1, o2]])
+    nxt = env.step(state, acts)
+    info = _node_info(env, nxt)
+    if cfg.transpositions:
+        found, collision, candidate = _lookup(env, g, info[1], info[0], d.after)
+        again = need & collision
+    else:
+        found, again, candidate = jnp.int32(NO_NODE), jnp.array(False), jnp.int32(NO_NODE)
+    go = ~d.stop & ~again
+    is_hit = found != NO_NODE
+    alloc = need & ~is_hit
+    full = alloc & (g.num_nodes >= c)
+    new_idx = jnp.minimum(g.num_nodes, c - 1)
+    linked = jnp.where(is_hit, found, new_idx)
+    ok = go & need & ~full
+    made = go & alloc & ~full
+    g = _write_node(g, new_idx, info, made)
+    g = g.replace(
+        child=g.child.at[cur, o1, o2].set(jnp.where(ok, linked, ch)),
+        edge_r=g.edge_r.at[cur, o1, o2].set(jnp.where(ok, nxt.rewards, g.edge_r[cur, o1, o2])),
+        num_nodes=g.num_nodes + made,
+        tt_hits=g.tt_hits + (go & need & is_hit),
+    )
+    nxt_node = jnp.where(need, linked, ch)
+    step = go & ~full
+    path = d.path.at[d.depth].set(jnp.where(step, jnp.stack([cur, o1, o2]), d.path[d.depth]))
+    depth = d.depth + step
+    is_term = g.terminal[nxt_node]
+    new_leaf = ~is_term & ~g.evaluated[nxt_node]
+    stop = full | is_term | new_leaf | (depth >= depth_cap)
+    short = jnp.array(False)
+    if cfg.short_circuit:
+        n_child = 1 + g.visits[nxt_node].sum()
+        short = (~stop & (n_child >= cfg.short_circuit_factor
+                          * (g.visits[cur, o1, o2] + 1)))
+        stop = stop | short
+    return _Descent(graph=g, node=jnp.where(go, nxt_node, cur), path=path, depth=depth,
+                    leaf=jnp.where(step & new_leaf, nxt_node, d.leaf), stop=d.stop | (go & stop),
+                    dropped=d.dropped | (go & full), hit=d.hit | (go & need & is_hit),
+                    short_circuited=d.short_circuited | (go & short),
+                    after=jnp.where(~d.stop & again, candidate, NO_NODE))
+
+
+def _descend(env: Env, roots: State, g: Graph, cfg: MCGSConfig):
+    """One playout per game: selection and expansion (`g` and `roots` batched). Returns (graph,
+    path, depth, leaf): the paths int32[B, depth_cap, 3], their depths (0 for a dropped
+    playout) and the leaves (NO_NODE if none).
+
+    One `while_loop` for the batch, running until every game has stopped; the step of each
+    game is vmapped inside it and masked once the game is done (`_descent_step`)."""
     max_steps = getattr(env, "max_episode_steps", None) or cfg.num_simulations
     depth_cap = min(cfg.num_simulations, max_steps) + 1
-    c = cfg.num_nodes
-    root_leaf = ~g.terminal[0] & ~g.evaluated[0]
-    false = jnp.array(False)
-    init = _Descent(graph=g, node=jnp.int32(0), path=jnp.zeros((depth_cap, 3), jnp.int32),
-                    depth=jnp.int32(0), leaf=jnp.where(root_leaf, 0, NO_NODE).astype(jnp.int32),
-                    stop=g.terminal[0] | root_leaf, dropped=false, hit=false,
-                    short_circuited=false)
-
-    def body(d: _Descent) -> _Descent:
-        g, cur = d.graph, d.node
-        o1, o2 = _select(g, cur, cfg)
-        ch = g.child[cur, o1, o2]
-        need = ch == NO_NODE
-        # expansion: step the env from the node's state (computed always, applied if needed)
-        state = env.search_restore(root, jax.tree_util.tree_map(lambda x: x[cur], g.emb))
-        acts = jnp.stack([g.outcomes[cur, 0, o1], g.outcomes[cur, 1, o2]])
-        nxt = env.step(state, acts)
-        info = _node_info(env, nxt)
-        if cfg.transpositions:
-            found, slot = _lookup(env, g, info[1], info[0])
-        else:
-            found, slot = jnp.int32(NO_NODE), jnp.int32(0)
-        is_hit = found != NO_NODE
-        alloc = need & ~is_hit
-        full = alloc & (g.num_nodes >= c)
-        new_idx = jnp.minimum(g.num_nodes, c - 1)
-        linked = jnp.where(is_hit, found, new_idx)
-        ok = need & ~full
-        g = _write_node(g, new_idx, info, alloc & ~full)
-        g = g.replace(
-            child=g.child.at[cur, o1, o2].set(jnp.where(ok, linked, ch)),
-            edge_r=g.edge_r.at[cur, o1, o2].set(jnp.where(ok, nxt.rewards, g.edge_r[cur, o1, o2])),
-            num_nodes=g.num_nodes + (alloc & ~full),
-            tt_hits=g.tt_hits + (need & is_hit),
-        )
-        if cfg.transpositions:
-            g = g.replace(slots=g.slots.at[slot].set(
-                jnp.where(alloc & ~full, new_idx, g.slots[slot])))
-        nxt_node = jnp.where(need, linked, ch)
-        path = d.path.at[d.depth].set(jnp.where(full, d.path[d.depth],
-                                                jnp.stack([cur, o1, o2])))
-        depth = d.depth + (~full)
-        is_term = g.terminal[nxt_node]
-        new_leaf = ~is_term & ~g.evaluated[nxt_node]
-        stop = full | is_term | new_leaf | (depth >= depth_cap)
-        short = false
-        if cfg.short_circuit:
-            n_child = 1 + g.visits[nxt_node].sum()
-            short = (~stop & (n_child >= cfg.short_circuit_factor
-                              * (g.visits[cur, o1, o2] + 1)))
-            stop = stop | short
-        return _Descent(graph=g, node=nxt_node, path=path, depth=depth,
-                        leaf=jnp.where(~full & new_leaf, nxt_node, d.leaf), stop=stop,
-                        dropped=d.dropped | full, hit=d.hit | (need & is_hit),
-                        short_circuited=d.short_circuited | short)
-
-    d = jax.lax.while_loop(lambda d: ~d.stop, body, init)
+    batch = g.num_nodes.shape[0]
+    root_leaf = ~g.terminal[:, 0] & ~g.evaluated[:, 0]
+    false = jnp.zeros(batch, bool)
+    init = _Descent(graph=g, node=jnp.zeros(batch, jnp.int32),
+                    path=jnp.zeros((batch, depth_cap, 3), jnp.int32),
+                    depth=jnp.zeros(batch, jnp.int32),
+                    leaf=jnp.where(root_leaf, 0, NO_NODE).astype(jnp.int32),
+                    stop=g.terminal[:, 0] | root_leaf, dropped=false, hit=false,
+                    short_circuited=false, after=jnp.full(batch, NO_NODE, jnp.int32))
+    step = jax.vmap(lambda d, root: _descent_step(env, root, d, cfg, depth_cap))
+    d = jax.lax.while_loop(lambda d: jnp.any(~d.stop), lambda d: step(d, roots), init)
     g = d.graph.replace(playouts_with_hit=d.graph.playouts_with_hit + d.hit,
                         dropped_playouts=d.graph.dropped_playouts + d.dropped,
                         short_circuits=d.graph.short_circuits + d.short_circuited)
@@ -362,28 +383,40 @@ def _reduce_prior(logits: jax.Array, a2i: jax.Array, n: jax.Array) -> jax.Array:
     return mean / jnp.maximum(mean.sum(), 1e-30)
 
 
-def _evaluate_and_backup(g: Graph, path, depth, leaf, out) -> Graph:
-    """Store the leaf's evaluation, then back the path up."""
+def _store_evaluation(g: Graph, leaf, out) -> Graph:
+    """Store the leaf's evaluation (one game; vmapped)."""
     l1, l2, v1, v2 = out
     has = leaf != NO_NODE
     li = jnp.maximum(leaf, 0)
     prior = jnp.stack([_reduce_prior(l1, g.a2i[li, 0], g.n_out[li, 0]),
                        _reduce_prior(l2, g.a2i[li, 1], g.n_out[li, 1])])
     u = jnp.stack([v1, v2]).astype(jnp.float32)
-    g = g.replace(
+    return g.replace(
         prior=g.prior.at[li].set(jnp.where(has, prior, g.prior[li])),
         U=g.U.at[li].set(jnp.where(has, u, g.U[li])),
         Q=g.Q.at[li].set(jnp.where(has, u, g.Q[li])),
         evaluated=g.evaluated.at[li].set(g.evaluated[li] | has),
         evaluations=g.evaluations + has)
 
-    def back(c):  # deepest first, so each parent sees its child's new Q
-        k, g = c
-        n, o1, o2 = path[k, 0], path[k, 1], path[k, 2]
-        g = g.replace(visits=g.visits.at[n, o1, o2].add(1))
-        return k - 1, g.replace(Q=g.Q.at[n].set(_recompute_q(g, n)))
 
-    return jax.lax.while_loop(lambda c: c[0] >= 0, back, (depth - 1, g))[1]
+def _backup_step(g: Graph, path: jax.Array, k: jax.Array) -> Graph:
+    """Edge k of one game's path gets its visit and its node's Q is recomputed; nothing if
+    k < 0 (that game's path is done)."""
+    live = k >= 0
+    n, o1, o2 = path[jnp.maximum(k, 0)]
+    g = g.replace(visits=g.visits.at[n, o1, o2].add(live.astype(jnp.int32)))
+    return g.replace(Q=g.Q.at[n].set(jnp.where(live, _recompute_q(g, n), g.Q[n])))
+
+
+def _backup(g: Graph, path: jax.Array, depth: jax.Array) -> Graph:
+    """Back every game's path up, deepest edge first, so each parent sees its child's new Q
+    (`g` batched). One `while_loop` for the batch, as long as the longest path."""
+
+    def back(c):
+        i, g = c
+        return i + 1, jax.vmap(_backup_step)(g, path, depth - 1 - i)
+
+    return jax.lax.while_loop(lambda c: c[0] < jnp.max(depth), back, (jnp.int32(0), g))[1]
 
 
 def _mix_root_noise(g: Graph, fresh: jax.Array, key: jax.Array, cfg: MCGSConfig) -> Graph:
@@ -467,8 +500,7 @@ def mcgs_search(eval_fn: EvalFn, params: Any, env: Env, root_states: State, key:
         key, noise_key = jax.random.split(key)
 
     def simulate(_, g):
-        g, path, depth, leaf = jax.vmap(lambda gg, s: _descend(env, s, gg, config))(
-            g, root_states)
+        g, path, depth, leaf = _descend(env, root_states, g, config)
         li = jnp.maximum(leaf, 0)
         emb = jax.tree_util.tree_map(lambda x: x[jnp.arange(batch), li], g.emb)
         states = jax.vmap(env.search_restore)(root_states, emb)
@@ -476,7 +508,7 @@ def mcgs_search(eval_fn: EvalFn, params: Any, env: Env, root_states: State, key:
         l1, l2, v1, v2 = eval_fn(params, x)
         out = (_as_logits(l1, batch, num_actions, "player 1"),
                _as_logits(l2, batch, num_actions, "player 2"), v1, v2)
-        g = jax.vmap(_evaluate_and_backup)(g, path, depth, leaf, out)
+        g = _backup(jax.vmap(_store_evaluation)(g, leaf, out), path, depth)
         if config.dirichlet_fraction > 0:  # the root is evaluated once, by the first playout
             fresh = leaf == 0
             g = jax.lax.cond(jnp.any(fresh), lambda g: _mix_root_noise(g, fresh, noise_key,
