@@ -49,27 +49,27 @@ def when(pred: Array, fn: Callable, otherwise: Callable, *args: Array):
     return lazily(pred, *args)
 
 
-@custom_batching.custom_vmap
-def computed_once(x: Array) -> Array:
-    """`x`, as a value XLA computes once and reads, instead of recomputing it for every
-    element of the fused loops that use it (one game: `x` itself; under `vmap`, the batch).
+def materialised(x: Array) -> Array:
+    """`x` (leading axis: the batch, inside a batched rule), as an array XLA computes once and
+    reads, instead of recomputing it for every element of the fused loops that use it.
 
     XLA fuses cheap producers into their consumers and recomputes them per output element:
     the start of each game's slice in a gather of B x 1,415 cells was recomputed, from the
     action through a floor division, for every one of those cells. A scatter of the whole
     batch (one row per game) is not fused into its consumers, so its result is materialised:
-    the arms' gather at batch 256 ran in 0.065 ms instead of 0.245 ms (measured on the shared
-    2-core CPU, 2026-11-27). (A scatter into a one-element axis is simplified away by XLA,
-    hence the batched rule rather than a per-game scatter.)"""
+    that gather at batch 256 ran in 0.065 ms instead of 0.245 ms (measured on the shared
+    2-core CPU, 2026-11-27; a scatter into a one-element axis is simplified away by XLA)."""
+    return jnp.zeros_like(x).at[jnp.arange(x.shape[0])].set(
+        x, unique_indices=True, indices_are_sorted=True)
+
+
+@custom_batching.custom_vmap
+def computed_once(x: Array) -> Array:
+    """`materialised` for per-game code: `x` itself for one game; under `vmap`, the batch's
+    values computed once (a batch-wide scatter) for the fused loops that read them."""
     return x
 
 
 @computed_once.def_vmap
 def _computed_once_batched(axis_size, in_batched, x):
     return (materialised(x), True) if in_batched[0] else (x, False)
-
-
-def materialised(x: Array) -> Array:
-    """`computed_once` of an array whose leading axis is the batch (inside a batched rule)."""
-    return jnp.zeros_like(x).at[jnp.arange(x.shape[0])].set(
-        x, unique_indices=True, indices_are_sorted=True)

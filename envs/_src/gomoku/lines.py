@@ -68,29 +68,24 @@ def _leading(same: Array) -> Array:
     return count
 
 
-def board_slices(boards: Array, rows: Array, cols: Array, length: int) -> Array:
-    """int8[B, length]: for each of B boards [B, S, S], `length` cells in row-major order
-    from cell (rows[b], cols[b]), read from the boards laid end to end.
+def slices_at(boards: Array, starts: Array, length: int) -> Array:
+    """int8[*starts.shape, length]: `length` cells of the boards [B, S, S] laid end to end
+    (one flat array) from each flat index in `starts` (int32[B, ...]).
 
     Why: a gather of single cells with computed indices runs at a few ns per cell on XLA:CPU
     (under `vmap`, the view's windows and the lines through the new stone were most of a
-    batched move; docs/benchmarks.md, "Gomoku"), one of long contiguous slices at memory
-    speed. A start above or left of the board lies in the previous game's cells or the
-    previous row's, and a row's tail runs on into the next row: the cells a caller wants sit
-    at fixed offsets of the slice, and it masks those off the board by their coordinates.
-    Only the first and the last game can start or end beyond the whole array: their starts
-    are clamped (their slices are then wrong, and callers replace those two games' results
-    with cell-by-cell reads). Needs B >= 2 and `length` <= 2 S^2.
+    batched move; docs/benchmarks.md, "Gomoku"), one of contiguous slices much faster.
+    Callers pick starts so that the cells they want sit at fixed offsets of the slices, and
+    mask those off the board by their coordinates. The starts are clamped into the array
+    (only the first and the last game can reach beyond it: callers read those two games cell
+    by cell) and computed once (`batching.materialised`), so the gather neither checks
+    bounds nor recomputes an index per cell.
     """
-    num, size = boards.shape[0], boards.shape[1]
-    # clamped and materialised once, so that the gather checks no bounds and recomputes no
-    # index per cell (batching.computed_once)
-    starts = batching.materialised(jnp.clip(
-        jnp.arange(num, dtype=jnp.int32) * (size * size) + rows * size + cols,
-        0, num * size * size - length))
+    total = boards.shape[0] * boards.shape[1] * boards.shape[2]
+    starts = batching.materialised(jnp.clip(starts, 0, total - length))
     return jax.lax.gather(
-        boards.reshape(-1), starts[:, None],
-        jax.lax.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(),
+        boards.reshape(-1), starts[..., None],
+        jax.lax.GatherDimensionNumbers(offset_dims=(starts.ndim,), collapsed_slice_dims=(),
                                        start_index_map=(0,)),
         slice_sizes=(length,), mode=jax.lax.GatherScatterMode.PROMISE_IN_BOUNDS)
 
@@ -126,14 +121,17 @@ def arms_in_window(windows: Array, stones: Array, win_length: int) -> Array:
 def batched_arms(boards: Array, rows: Array, cols: Array, stones: Array,
                  win_length: int) -> Array:
     """int32[B, 4, 2]: `arms_cells` of B boards [B, S, S] at (rows, cols) [B] for stones [B],
-    from one slice per game (`board_slices`: from (row - W + 1, col - W + 1) to
-    (row + W - 1, col + W - 1)); the first and the last game cell by cell."""
+    from one slice per game (`slices_at`) in which the four lines are fixed strided slices
+    (their cells off the board masked by their coordinates); the first and the last game
+    cell by cell."""
     num, size = boards.shape[0], boards.shape[1]
     if num < 2:  # one game (its slice may not fit its board): the cells
         return jax.vmap(arms_cells, in_axes=(0, 0, 0, 0, None))(boards, rows, cols, stones,
                                                                 win_length)
     n = win_length - 1
-    slices = board_slices(boards, rows - n, cols - n, 2 * n * size + 2 * n + 1)
+    # one slice per game from (row - n, col - n) to (row + n, col + n) in row-major order
+    starts = jnp.arange(num, dtype=jnp.int32) * (size * size) + (rows - n) * size + (cols - n)
+    slices = slices_at(boards, starts, 2 * n * size + 2 * n + 1)
     cells = _lines_in(slices, size, n, win_length)  # [B, 4, 2 n + 1]
     d = jnp.asarray(DIRECTIONS, jnp.int32)
     t = jnp.arange(2 * n + 1, dtype=jnp.int32) - n

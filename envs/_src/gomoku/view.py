@@ -64,30 +64,30 @@ def window_cells(board: Array, centre: Array, view: int) -> Array:
 
 
 def batched_windows(boards: Array, centres: Array, view: int) -> Array:
-    """int8[B, V, V]: `window_cells` of each of B boards [B, S, S] at its centre [B, 2], from
-    one slice of V rows per game (`lines.board_slices`; `vmap(window_cells)` gathered cell by
-    cell at a few ns a cell); the first and the last game cell by cell."""
+    """int8[B, V, V]: `window_cells` of each of B boards [B, S, S] at its centre [B, 2].
+
+    Each window row is read as one slice of V cells of the boards laid end to end, from the
+    row's first column (`vmap(window_cells)` gathered cell by cell: a few ns a cell on
+    XLA:CPU; docs/benchmarks.md, "Gomoku"). A start left of the board lies in the previous
+    row's tail, a row running past the right edge into the next row's head: those cells sit
+    beyond the board's columns and are masked by their coordinates, as are rows beyond the
+    board (read at the nearest board row). Only the first and the last game can reach beyond
+    the whole array, where the gather would move the slice: theirs are read cell by cell.
+    """
     num, size = boards.shape[0], boards.shape[1]
     if num < 2:  # one game: the cells
         return jax.vmap(window_cells, in_axes=(0, 0, None))(boards, centres, view)
     h = view // 2
-    slices = lines.board_slices(boards, centres[:, 0] - h, centres[:, 1] - h, view * size)
-    out = window_in_slices(slices, centres, view, size)
+    offsets = jnp.arange(view, dtype=jnp.int32) - h
+    rows, cols = centres[:, 0, None] + offsets, centres[:, 1, None] + offsets  # [B, V]
+    starts = (jnp.arange(num, dtype=jnp.int32) * (size * size) + rows[:, 0] * size + cols[:, 0])
+    cells = lines.slices_at(boards, starts, view * size).reshape(num, view, size)[:, :, :view]
+    on = (((rows >= 0) & (rows < size))[:, :, None] & ((cols >= 0) & (cols < size))[:, None, :])
+    out = jnp.where(on, cells, jnp.array(OFF_BOARD, boards.dtype))
     # the first and the last game, whose slices may have been clamped: cell by cell
     for b in (0, num - 1):
         out = out.at[b].set(window_cells(boards[b], centres[b], view))
     return out
-
-
-def window_in_slices(slices: Array, centres: Array, view: int, size: int) -> Array:
-    """int8[B, V, V]: the windows in `lines.board_slices` of V rows from each window's
-    top-left cell (cells off the board masked by their coordinates)."""
-    num, h = slices.shape[0], view // 2
-    cells = slices.reshape(num, view, size)[:, :, :view]
-    offsets = jnp.arange(view, dtype=jnp.int32) - h
-    rows, cols = centres[:, 0, None] + offsets, centres[:, 1, None] + offsets  # [B, V]
-    on = (((rows >= 0) & (rows < size))[:, :, None] & ((cols >= 0) & (cols < size))[:, None, :])
-    return jnp.where(on, cells, jnp.array(OFF_BOARD, slices.dtype))
 
 
 def window_and_arms(board: Array, row: Array, col: Array, stone: Array, view: int,
