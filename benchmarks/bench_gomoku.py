@@ -1,37 +1,42 @@
-"""Gomoku random play on CPU: the JAX env against a vectorised numpy implementation of the same
-rules (issue 34, item 9; docs/benchmarks.md, "Gomoku").
+"""Gomoku on CPU: the JAX env against a vectorised numpy implementation of the same rules
+(issue 34, item 9; docs/benchmarks.md, "Gomoku").
 
     python benchmarks/bench_gomoku.py [--size 100] [--win-length 8] [--players 3] [--view 21]
-                                      [--batches 256] [--steps 32] [--repeats 7] [--ref REV]
+                                      [--batches 256] [--warm 40] [--steps 32] [--repeats 7]
+                                      [--no-play] [--ref REV]
 
-What one timed call does, on each side: `batch` fresh games, then `steps` rounds of (draw a
-uniformly random legal action per game, step every game, restart the games that ended), and,
-in the "step + observation" rows, the observation of every state after each step.
+Two workloads, each with and without the observation of every state after each step:
 
-* JAX: one jitted function, the rounds in a `lax.scan`: `envs.sampling.uniform_legal_action`,
-  `vmap(env.transition)` or `vmap(env.step)` (the protocol's step, which computes the
-  observation), and a restart of the ended games under a batch-level `lax.cond` (most rounds
-  end no game). The observation rides in the scan's carry and the last one is returned, so
-  every round's observation is computed and written, as the numpy side writes its array.
-* numpy: `NumpyGomoku` below, a batch of games kept in numpy arrays and updated in place,
-  vectorised over the batch (no Python loop over games or cells): fancy-index writes of the
-  new stones, the four lines through each new stone gathered at once (2 (W - 1) cells per line,
-  as the env reads), chain counts and the view centre updated from them, the legal mask from a
-  V x V gather, and the thumbnail's per-block stone counts kept incrementally (one add per
-  move) instead of recounted from the board. Work that only some games need (finished games,
-  illegal actions, the view centre's fallback, restarts) runs on those games alone. Random
-  actions: one uniform number per game and the first index whose running count of legal
-  actions passes it (what `uniform_legal_action` computes).
+* replay (the env step alone): `warm` random legal moves are recorded from fresh games, then
+  the next `steps` moves of every game are replayed from the states after the warm-up. JAX:
+  one jitted `lax.scan` of `vmap(env.transition)` (or `vmap(env.step)`, which computes the
+  observation) over the recorded actions; the observation rides in the carry, so every
+  step's is computed and written, as numpy writes its array. numpy: the start states copied
+  into `NumpyGomoku`, then its `step` (and `observe`) per move. Both sides do exactly the
+  same work: the final states (and last observation) are checked to be identical.
+* random play (sampling included): `batch` fresh games, then `steps` rounds of (draw a
+  uniformly random legal action per game, step every game, restart the games that ended).
+  JAX: `envs.sampling.uniform_legal_action` (a key per game) and a restart under a
+  batch-level `lax.cond`; numpy: one uniform number per game and the first index whose
+  running count of legal actions passes it (what `uniform_legal_action` computes).
 
-Before timing, the script checks that `NumpyGomoku` and the env give bit-identical states and
-observations for the same actions (random legal ones with some illegal ones mixed in, on the
-benchmarked configuration and on a 9x9 one where games end, absorb and hit the step cap).
+`NumpyGomoku` keeps a batch of games in numpy arrays, updated in place and vectorised over
+the batch (no Python loop over games or cells): the boards inside a frame of -1 cells, so
+that a view window is a slice of a strided view (`as_strided`) and the four lines through a
+new stone one flat `np.take` of 8 (W - 1) cells; the runs along them counted unrolled, the
+chain counts updated with two `bincount`s, the thumbnail's per-block stone counts kept
+incrementally (as the env does), the observation built channels-first and transposed once
+into a reused buffer. Work that only some games need (finished games, illegal actions, the
+view centre's fallback, restarts) runs on those games alone. Before timing, the script
+checks that it and the env give bit-identical states and observations for the same actions
+(random legal ones with some illegal ones mixed in, on the benchmarked configuration and on
+a 9x9 one where games end, absorb and hit the step cap).
 
 Timing: `benchmarks/timing.py`'s `time_compiled` calls every side once per repeat, in
 alternating order, after one warm-up call each, and refuses a timed JAX call that compiles or
-runs JAX eagerly; the numpy side is plain host code under the same perf_counter. `--ref REV`
-also times the env as it was at git revision REV (its envs/gomoku.py and envs/_src/gomoku/,
-loaded as a separate package) in the same calls.
+runs JAX eagerly; the numpy side is plain host code timed by the same perf_counter. `--ref
+REV` also times the env as it was at git revision REV (its envs/gomoku.py and
+envs/_src/gomoku/, loaded as a separate package; BEFORE below is the env before this work).
 """
 
 from __future__ import annotations

@@ -9,7 +9,9 @@ Two ways to the same counts:
 
 * `arms` / `add_stone_counts`: what one new stone changes, reading only the `2 * (W - 1)` cells
   on each of the four lines through it. This is what `step` runs: O(W) work per move whatever
-  the board size, so a 100x100 board costs no more per move than a 9x9 one.
+  the board size, so a 100x100 board costs no more per move than a 9x9 one. Under `vmap` the
+  cells are read as contiguous slices of the batch's boards (`batched_arms`), or taken from
+  the view window around the stone when the lines fit in it (`arms_in_window`).
 * `chain_counts`: the whole board from scratch (shifted-and over the board, O(S^2 W)); the
   definition the incremental counts are tested against, and the way to count a board given as
   a position.

@@ -13,11 +13,13 @@ Centre rule (deterministic, clamped to the board):
   So the player to move always has a legal action while the board is not full. Both
   candidates are board cells, so the centre never leaves the board.
 
-The fallback reads the per-row empty counts the state keeps, then one row: O(S) per move.
-`vmap` turns a `cond` into a `select`, so whatever the fallback costs is paid on every move
-although it is rarely needed. Measured at 100x100, view 21, random play, 2 CPU cores: about
-300-450k transitions per CPU-second with this rule, the same as with no fallback at all, and
-about 47k with a whole-board nearest-empty (Chebyshev) search (docs/benchmarks.md, "Gomoku").
+The fallback reads the per-row empty counts the state keeps, then one row: O(S) per move
+(a whole-board nearest-empty search, the first version, cut random play 7x). `vmap` turns a
+`cond` into a `select`, so whatever the fallback costs would be paid on every move although
+it is rarely needed: `centre_and_mask` runs it, for the whole batch, only when some game of
+the batch needs it. Under `vmap` the windows are read as contiguous slices of the batch's
+boards (`batched_windows`), and the observation's thumbnail from per-block stone counts the
+state keeps (docs/benchmarks.md, "Gomoku").
 """
 
 from __future__ import annotations
