@@ -22,7 +22,8 @@ from turbozero.search.backup import backup
 from turbozero.search.model import EnvModel, ModelOutput
 from turbozero.search.api import SearchResult, register_family
 from turbozero.search.roots import GumbelRoot, PUCTRoot, RootExtra
-from turbozero.search.selection import MctxPUCT, SpecPUCT, masked_argmax, node_stats
+from turbozero.search.selection import (
+    MctxPUCT, NodeStats, SpecPUCT, masked_argmax, node_stats, row_stats)
 from turbozero.search.tree import (
     NO_ACTION, ROOT_INDEX, UNVISITED, Tree, compact_children, empty_tree)
 from turbozero.validation import check_int, check_real
@@ -92,14 +93,21 @@ class TreeSearchConfig:
 class _Loop(NamedTuple):
     tree: Tree
     key: jax.Array
+    # int32[B, N, K, 3] during the search loop: the tree's children_action, children_index
+    # and children_prior (its bits) side by side (`_pack_children`); the tree holds None there
+    children: Optional[jax.Array] = None
 
 
 class _Descent(NamedTuple):
-    node: jax.Array  # int32[] current node
-    slot: jax.Array  # int32[] slot chosen at `node` (valid when `new`)
-    new: jax.Array  # bool[] the walk ends by creating a child of `node` at `slot`
-    done: jax.Array  # bool[]
-    virtual_loss: jax.Array  # int32[N] the tree's virtual loss with this walk's added
+    """One walk in every tree of the batch."""
+
+    node: jax.Array  # int32[B] current node
+    slot: jax.Array  # int32[B] slot chosen at `node` (valid when `new`)
+    action: jax.Array  # int32[B] action id of that slot
+    new: jax.Array  # bool[B] the walk ends by creating a child of `node` at `slot`
+    done: jax.Array  # bool[B]
+    virtual_loss: Optional[jax.Array]  # int32[B, N] the trees' virtual loss with this walk's
+    # added (None with one leaf per step: none is added)
 
 
 def _leaf_value(out: ModelOutput) -> jax.Array:
@@ -121,11 +129,31 @@ def _mover_wdl(seat_wdl: jax.Array, player: jax.Array) -> jax.Array:
     return jnp.where((player == 0)[:, None], seat_wdl, seat_wdl[:, ::-1])
 
 
+def _pack_children(action: jax.Array, index: jax.Array, prior: jax.Array) -> jax.Array:
+    """int32[..., K, 3]: a child row's action ids, child nodes and priors (their float32 bits)
+    side by side, so that selection reads one row per node and expansion writes one.
+
+    On CPU, XLA splits every gather from or scatter into an array of more than 512 KB over
+    two threads (its cost model counts the whole operand as read); at batch 64 each [B, N, K]
+    array is 1 MB, and the handoffs cost far more than the reads. Packed, a selection step
+    makes one such gather instead of three (docs/benchmarks.md, "Paco Ŝako: the kernel against
+    its model floor")."""
+    return jnp.stack([action, index, jax.lax.bitcast_convert_type(prior, jnp.int32)], axis=-1)
+
+
+def _unpack_children(packed: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """(action, index, prior) of `_pack_children`, bit for bit."""
+    return (packed[..., 0], packed[..., 1],
+            jax.lax.bitcast_convert_type(packed[..., 2], jnp.float32))
+
+
 def _write_nodes(
     tree: Tree, b: jax.Array, node: jax.Array, embedding: Any, out: ModelOutput,
-    reward: jax.Array, k: int,
-) -> Tree:
-    """Expand nodes `node` (int32[M], out of range = skip) of trees `b` (int32[M])."""
+    reward: jax.Array, k: int, children: Optional[jax.Array] = None,
+) -> tuple[Tree, Optional[jax.Array]]:
+    """Expand nodes `node` (int32[M], out of range = skip) of trees `b` (int32[M]). The child
+    rows go to the tree's arrays, or to the packed `children` when given (`_Loop.children`);
+    returns (tree, children)."""
     legal = out.legal & ~out.terminal[:, None]
     actions, prior = compact_children(legal, out.prior_logits, k)  # [M, K]
     emb = jax.tree_util.tree_map(
@@ -135,88 +163,130 @@ def _write_nodes(
             raw_wdl=tree.raw_wdl.at[b, node].set(_seat_wdl(out, reward), mode="drop"))
     if tree.chance is not None:
         tree = tree._replace(chance=tree.chance.at[b, node].set(out.chance, mode="drop"))
-    return tree._replace(
+    tree = tree._replace(
         raw_value=tree.raw_value.at[b, node].set(_leaf_value(out), mode="drop"),
         reward=tree.reward.at[b, node].set(reward, mode="drop"),
         player=tree.player.at[b, node].set(out.player, mode="drop"),
         terminal=tree.terminal.at[b, node].set(out.terminal, mode="drop"),
+        embedding=emb,
+    )
+    if children is not None:
+        rows = _pack_children(actions, jnp.full_like(actions, UNVISITED), prior)
+        return tree, children.at[b, node].set(rows, mode="drop")
+    return tree._replace(
         children_action=tree.children_action.at[b, node].set(actions, mode="drop"),
         children_prior=tree.children_prior.at[b, node].set(prior, mode="drop"),
         children_index=tree.children_index.at[b, node].set(UNVISITED, mode="drop"),
-        embedding=emb,
-    )
+    ), None
 
 
 def _select_leaves(
-    tree: Tree, active: jax.Array, extra: RootExtra, config: TreeSearchConfig,
-    risk: Optional[jax.Array] = None,
-) -> tuple[Tree, jax.Array, jax.Array, jax.Array, jax.Array]:
-    """Select L leaves in one tree (unbatched, embedding-less), one after the other.
+    tree: Tree, children: jax.Array, active: jax.Array, extra: RootExtra,
+    config: TreeSearchConfig, risk: Optional[jax.Array] = None,
+) -> tuple[Tree, jax.Array, jax.Array, jax.Array, jax.Array, jax.Array]:
+    """Select L leaves in every tree of the batch (embedding-less; its child rows are the
+    packed `children`, int32[B, N, K, 3], `_pack_children`), one after the other.
 
-    Returns (tree with the new nodes allocated and virtual loss on the paths, leaf int32[L],
-    parent int32[L], action int32[L], new bool[L]). A walk ends at a terminal node, at a node
-    whose evaluation is pending (allocated earlier in this step: the leaf is evaluated once and
-    backed up once per walk), or by allocating the child of an unexpanded slot. `risk`:
-    float32[P] the risk beta of each seat in this game (None: the selection's own beta)."""
+    Returns (tree with the new nodes allocated and virtual loss on the paths, children with
+    the new nodes linked, leaf int32[B, L], parent int32[B, L], action int32[B, L], new
+    bool[B, L]). A walk ends at a terminal node, at a node whose evaluation is pending
+    (allocated earlier in this step: the leaf is evaluated once and backed up once per walk),
+    or by allocating the child of an unexpanded slot. `active`: bool[L] (the last step of a
+    search may select fewer); `risk`: float32[B, P] the risk beta of each seat in each game
+    (None: the selection's own beta).
+
+    Written on the batch, not vmapped over trees: a vmapped `while_loop` whose condition
+    differs per tree selects every carried array between old and new on every iteration, and
+    on CPU those copies and selects cost more than the walk itself (docs/benchmarks.md,
+    "Paco Ŝako: the kernel against its model floor"). Here a finished walk keeps its node by
+    one `where` on int32[B] and adds no virtual loss; the arrays a walk only reads stay out of
+    the loop's carry."""
     sel, root = config.selection, config.root
     n_sims = config.num_simulations
+    b, n = tree.batch_size, tree.num_nodes
+    rows = jnp.arange(b)
+
+    def scores_of(stats: NodeStats, mover, at_root, extra1, raw, chance, beta_p):
+        """float32[K] selection scores at one node of one tree (vmapped below)."""
+        beta = None if beta_p is None else beta_p[mover]
+        scores = jnp.where(
+            at_root, root.scores(sel, stats, extra1, raw, n_sims, beta), sel.scores(stats, beta))
+        if chance is not None:
+            # an outcome by probability, the least visited relative to it first: mctx's
+            # stochastic MuZero rule `argmax(p / (N + 1))` (deterministic), with the
+            # selections in flight counted as visits so the L leaves of a step spread
+            by_prob = stats.prior / (stats.visits + stats.virtual_loss + 1).astype(jnp.float32)
+            scores = jnp.where(chance, by_prob, scores)
+        return masked_argmax(scores, stats.valid)
+
+    stats_of = jax.vmap(row_stats, in_axes=(0, 0, 0, 0, 0, None))
+    slot_of = jax.vmap(scores_of, in_axes=(0, 0, 0, 0, 0, None if tree.chance is None else 0,
+                                           None if risk is None else 0))
+    # With one leaf per step the virtual loss a walk adds is never read (a walk reads the
+    # children of the nodes on its path, which it has not entered yet) and the backup takes it
+    # back: the tree ends the step with the virtual loss it started with. So L = 1 adds none.
+    with_vl = active.shape[0] > 1
 
     def walk(j, carry):
-        t, leaves, parents, actions, news = carry
+        t, kids_all, leaves, parents, actions, news = carry
 
         def cond(d: _Descent):
-            return ~d.done
+            return jnp.any(~d.done)
 
         def body(d: _Descent) -> _Descent:
             node = d.node
-            vl = d.virtual_loss.at[node].add(1)
-            tv = t._replace(virtual_loss=vl)
-            stats = node_stats(tv, node, config.discount)
-            mover = tv.player[node]
-            at_root = node == ROOT_INDEX
-            beta = None if risk is None else risk[mover]
-            scores = jnp.where(
-                at_root,
-                root.scores(sel, stats, extra, tv.raw_value[node, mover], n_sims, beta),
-                sel.scores(stats, beta))
-            if tv.chance is not None:
-                # an outcome by probability, the least visited relative to it first: mctx's
-                # stochastic MuZero rule `argmax(p / (N + 1))` (deterministic), with the
-                # selections in flight counted as visits so the L leaves of a step spread
-                by_prob = stats.prior / (stats.visits + stats.virtual_loss + 1).astype(
-                    jnp.float32)
-                scores = jnp.where(tv.chance[node], by_prob, scores)
-            slot = masked_argmax(scores, stats.valid)
-            stop = tv.terminal[node] | (tv.node_visits[node] == 0) | ~jnp.any(stats.valid)
-            child = tv.children_index[node, slot]
+            tv = t
+            if with_vl:  # a finished walk adds none
+                vl = d.virtual_loss.at[rows, node].add((~d.done).astype(jnp.int32))
+                tv = t._replace(virtual_loss=vl)
+            # the one read of the [B, N, K] child arrays: the packed rows, then [B, K] arrays
+            acts, kids, prior = _unpack_children(kids_all[rows, node])
+            stats = stats_of(tv, node, kids, acts, prior, config.discount)
+            mover = tv.player[rows, node]
+            raw = tv.raw_value[rows, node, mover]
+            chance = None if tv.chance is None else tv.chance[rows, node]
+            slot = slot_of(stats, mover, node == ROOT_INDEX, extra, raw, chance, risk)
+            # a node's legal actions fill its slots from slot 0 on (`compact_children`), so
+            # it has one exactly when slot 0 is valid
+            stop = tv.terminal[rows, node] | (tv.node_visits[rows, node] == 0) | ~stats.valid[:, 0]
+            child = jnp.take_along_axis(kids, slot[:, None], 1)[:, 0]
+            action = jnp.take_along_axis(acts, slot[:, None], 1)[:, 0]
             new = ~stop & (child == UNVISITED)
             done = stop | new
-            return _Descent(node=jnp.where(done, node, child), slot=slot, new=new, done=done,
-                            virtual_loss=vl)
+            # a finished walk keeps its node, slot and flags
+            return _Descent(node=jnp.where(d.done | done, node, child),
+                            slot=jnp.where(d.done, d.slot, slot),
+                            action=jnp.where(d.done, d.action, action),
+                            new=jnp.where(d.done, d.new, new), done=d.done | done,
+                            virtual_loss=vl if with_vl else None)
 
-        start = _Descent(node=jnp.int32(ROOT_INDEX), slot=jnp.int32(0), new=jnp.bool_(False),
-                         done=~active[j], virtual_loss=t.virtual_loss)
+        start = _Descent(node=jnp.full((b,), ROOT_INDEX, jnp.int32),
+                         slot=jnp.zeros((b,), jnp.int32), action=jnp.zeros((b,), jnp.int32),
+                         new=jnp.zeros((b,), jnp.bool_),
+                         done=jnp.broadcast_to(~active[j], (b,)),
+                         virtual_loss=t.virtual_loss if with_vl else None)
         d = jax.lax.while_loop(cond, body, start)
         new = d.new & active[j]
-        idx = jnp.where(new, t.next_node, t.num_nodes)  # out of range: nothing written
-        action = t.children_action[d.node, d.slot]
+        idx = jnp.where(new, t.next_node, n)  # out of range: nothing written
+        action = d.action
         t = t._replace(
-            virtual_loss=d.virtual_loss.at[idx].add(1, mode="drop"),
-            parent=t.parent.at[idx].set(d.node, mode="drop"),
-            action=t.action.at[idx].set(action, mode="drop"),
-            depth=t.depth.at[idx].set(t.depth[d.node] + 1, mode="drop"),
-            node_visits=t.node_visits.at[idx].set(0, mode="drop"),
-            children_index=t.children_index.at[d.node, d.slot].set(
-                jnp.where(new, t.next_node, t.children_index[d.node, d.slot])),
+            virtual_loss=(d.virtual_loss.at[rows, idx].add(1, mode="drop") if with_vl
+                          else t.virtual_loss),
+            parent=t.parent.at[rows, idx].set(d.node, mode="drop"),
+            action=t.action.at[rows, idx].set(action, mode="drop"),
+            depth=t.depth.at[rows, idx].set(t.depth[rows, d.node] + 1, mode="drop"),
+            node_visits=t.node_visits.at[rows, idx].set(0, mode="drop"),
             next_node=t.next_node + new.astype(jnp.int32),
         )
+        # the slot's child index: the node just allocated
+        kids_all = kids_all.at[rows, jnp.where(new, d.node, n), d.slot, 1].set(idx, mode="drop")
         leaf = jnp.where(new, idx, d.node)
-        return (t, leaves.at[j].set(leaf), parents.at[j].set(d.node),
-                actions.at[j].set(jnp.where(new, action, 0)), news.at[j].set(new))
+        return (t, kids_all, leaves.at[:, j].set(leaf), parents.at[:, j].set(d.node),
+                actions.at[:, j].set(jnp.where(new, action, 0)), news.at[:, j].set(new))
 
     n_leaves = active.shape[0]
-    zeros = jnp.zeros((n_leaves,), jnp.int32)
-    init = (tree, zeros, zeros, zeros, jnp.zeros((n_leaves,), jnp.bool_))
+    zeros = jnp.zeros((b, n_leaves), jnp.int32)
+    init = (tree, children, zeros, zeros, zeros, jnp.zeros((b, n_leaves), jnp.bool_))
     return jax.lax.fori_loop(0, n_leaves, walk, init)
 
 
@@ -233,8 +303,8 @@ def init_tree(model, params, root_input: Any, config: TreeSearchConfig) -> Tree:
                       with_chance=out.chance is not None)
     rows = jnp.arange(b)
     root = jnp.full((b,), ROOT_INDEX, jnp.int32)
-    tree = _write_nodes(tree, rows, root, embedding, out, jnp.zeros_like(out.value),
-                        tree.max_children)
+    tree, _ = _write_nodes(tree, rows, root, embedding, out, jnp.zeros_like(out.value),
+                           tree.max_children)
     value = _leaf_value(out)
     if tree.wdl_sum is not None:
         tree = tree._replace(wdl_sum=tree.wdl_sum.at[:, ROOT_INDEX].set(
@@ -247,31 +317,103 @@ def init_tree(model, params, root_input: Any, config: TreeSearchConfig) -> Tree:
     )
 
 
+class _Bytes(NamedTuple):
+    """Where each leaf of an embedding lies in its packed byte row (`_to_bytes`)."""
+
+    treedef: Any
+    shapes: tuple  # per leaf, the shape after the leading axes
+    dtypes: tuple
+    sizes: tuple  # bytes per node
+
+
+def _byte_layout(embedding: Any, lead: int) -> Optional[_Bytes]:
+    """The packing of an embedding whose leaves have `lead` leading axes, or None where packing
+    does not pay (one leaf) or does not apply (a leaf that is not a number or a bool)."""
+    leaves, treedef = jax.tree_util.tree_flatten(embedding)
+    if len(leaves) < 2 or not all(
+            jnp.issubdtype(x.dtype, jnp.number) or x.dtype == jnp.bool_ for x in leaves):
+        return None
+    shapes = tuple(x.shape[lead:] for x in leaves)
+    sizes = tuple(int(np.prod(sh, dtype=np.int64)) * x.dtype.itemsize
+                  for sh, x in zip(shapes, leaves))
+    return _Bytes(treedef, shapes, tuple(x.dtype for x in leaves), sizes)
+
+
+def _to_bytes(embedding: Any, lead: int) -> jax.Array:
+    """uint8[..., S]: the leaves of one node side by side, bit for bit (bools as 0/1)."""
+    parts = []
+    for x in jax.tree_util.tree_leaves(embedding):
+        if x.dtype == jnp.bool_:
+            x = x.astype(jnp.uint8)
+        elif x.dtype.itemsize > 1 or x.dtype != jnp.uint8:
+            x = jax.lax.bitcast_convert_type(x, jnp.uint8)
+        parts.append(x.reshape(x.shape[:lead] + (-1,)))
+    return jnp.concatenate(parts, axis=-1)
+
+
+def _from_bytes(packed: jax.Array, layout: _Bytes) -> Any:
+    """The embedding `_to_bytes` packed (leading axes: those of `packed` but the last)."""
+    lead, leaves, start = packed.shape[:-1], [], 0
+    for shape, dtype, size in zip(layout.shapes, layout.dtypes, layout.sizes):
+        x = packed[..., start:start + size]
+        start += size
+        if dtype == jnp.bool_:
+            x = (x != 0).reshape(lead + shape)
+        elif dtype.itemsize > 1:
+            x = jax.lax.bitcast_convert_type(x.reshape(lead + shape + (dtype.itemsize,)), dtype)
+        else:
+            x = jax.lax.bitcast_convert_type(x.reshape(lead + shape), dtype)
+        leaves.append(x)
+    return jax.tree_util.tree_unflatten(layout.treedef, leaves)
+
+
 def _simulate(model, params, tree: Tree, key: jax.Array, extra: RootExtra,
               config: TreeSearchConfig, risk: Optional[jax.Array] = None) -> _Loop:
     num_l = config.leaves_per_step
     steps = -(-config.num_simulations // num_l)
     b = tree.batch_size
     rows = jnp.broadcast_to(jnp.arange(b)[:, None], (b, num_l))  # [B, L]
+    # Inside the loop the nodes' embeddings are one byte array uint8[B, N, S] (the leaves of a
+    # state side by side, bit for bit): one gather of the parents and one scatter of the
+    # children per step instead of one per leaf (a Paco Ŝako state has 20 leaves). On CPU each
+    # gather or scatter on a large array is split over threads, and those handoffs cost more
+    # than the copies (docs/benchmarks.md, "Paco Ŝako: the kernel against its model floor").
+    layout = _byte_layout(tree.embedding, 2)
+    if layout is not None:
+        tree = tree._replace(embedding=_to_bytes(tree.embedding, 2))
+
+    k = tree.max_children
+    children = _pack_children(tree.children_action, tree.children_index, tree.children_prior)
+    tree = tree._replace(children_action=None, children_index=None, children_prior=None)
 
     def step(i, loop: _Loop) -> _Loop:
         key, k_step = jax.random.split(loop.key)
         active = i * num_l + jnp.arange(num_l) < config.num_simulations  # [L]
         embedding = loop.tree.embedding
-        bare, leaves, parents, actions, new = jax.vmap(
-            _select_leaves, in_axes=(0, None, 0, None, None if risk is None else 0))(
-                _without_embedding(loop.tree), active, extra, config, risk)  # [B, L] each
+        bare, children, leaves, parents, actions, new = _select_leaves(
+            _without_embedding(loop.tree), loop.children, active, extra, config,
+            risk)  # [B, L] each
         parent_emb = jax.tree_util.tree_map(
             lambda x: x[rows, parents].reshape((b * num_l,) + x.shape[2:]), embedding)
+        if layout is not None:
+            parent_emb = _from_bytes(parent_emb, layout)
         child_emb, reward, out = model.step(params, k_step, parent_emb, actions.reshape(-1))
+        if layout is not None:
+            child_emb = _to_bytes(child_emb, 1)
         write = jnp.where(new, leaves, bare.num_nodes).reshape(-1)  # out of range: skipped
-        tree = _write_nodes(bare._replace(embedding=embedding), rows.reshape(-1), write,
-                            child_emb, out, reward, bare.max_children)
-        bare = jax.vmap(backup, in_axes=(0, 0, None, None))(
-            _without_embedding(tree), leaves, active, config.discount)
-        return _Loop(tree=bare._replace(embedding=tree.embedding), key=key)
+        tree, children = _write_nodes(bare._replace(embedding=embedding), rows.reshape(-1),
+                                      write, child_emb, out, reward, k, children)
+        bare = backup(_without_embedding(tree), leaves, active, config.discount,
+                      virtual_loss=num_l > 1)
+        return _Loop(tree=bare._replace(embedding=tree.embedding), key=key, children=children)
 
-    return jax.lax.fori_loop(0, steps, step, _Loop(tree=tree, key=key))
+    loop = jax.lax.fori_loop(0, steps, step, _Loop(tree=tree, key=key, children=children))
+    action, index, prior = _unpack_children(loop.children)
+    tree = loop.tree._replace(children_action=action, children_index=index,
+                              children_prior=prior)
+    if layout is not None:
+        tree = tree._replace(embedding=_from_bytes(tree.embedding, layout))
+    return _Loop(tree=tree, key=loop.key)
 
 
 def _root_stats(tree: Tree, discount: float = 1.0):

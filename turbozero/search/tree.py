@@ -105,7 +105,11 @@ def pack_actions(keep: jax.Array, width: int) -> jax.Array:
     """int32[M, K]: the ids of the True entries of `keep` bool[M, A], in increasing order, in
     K = `width` slots padded with NO_ACTION (entries beyond the first K are dropped)."""
     m, a = keep.shape
-    pos = jnp.cumsum(keep, axis=-1) - 1  # [M, A] slot of each kept action
+    # slot of each kept action: a running count, as a log-depth scan of adds (`jnp.cumsum`
+    # lowers to a reduce-window on CPU, O(A^2) per row: most of an expansion's time for
+    # thousands of action ids; docs/benchmarks.md, "Paco Ŝako: the kernel against its model
+    # floor"). Integer adds, so the counts are exact either way.
+    pos = jax.lax.associative_scan(jnp.add, keep.astype(jnp.int32), axis=-1) - 1  # [M, A]
     slot = jnp.where(keep & (pos < width), pos, width)  # width: dropped
     rows = jnp.broadcast_to(jnp.arange(m)[:, None], (m, a))
     ids = jnp.broadcast_to(jnp.arange(a, dtype=jnp.int32)[None], (m, a))
