@@ -89,7 +89,7 @@ class Backgammon(Env):
     # A legal micro-action is (source, die) with the source holding one of the mover's
     # checkers: at most 15 occupied points (only the bar while a checker is on it) times at
     # most 2 distinct die values = 30; the pass is legal only alone. Checked over random
-    # playouts in tests/test_conformance.py.
+    # playouts in tests/envs/test_conformance.py.
     max_legal_actions = 30
 
     def __init__(self) -> None:

@@ -149,7 +149,7 @@ class Chess(Env):
     num_actions = NUM_ACTIONS
 
     # the most legal moves of any chess position: 218 (Petrovic's 1964 composition, FEN in
-    # tests/test_conformance.py, checked there against python-chess)
+    # tests/envs/test_conformance.py, checked there against python-chess)
     max_legal_actions = 218
 
     def __init__(self, max_episode_steps: int = 512, *, max_plies: Optional[int] = None):

@@ -133,7 +133,7 @@ class PacoSako(Env):
     num_actions = NUM_ACTIONS
     # `rules.legal_mask` allows one kind of action at a time (lift, place or promote): at most
     # 16 lifts (16 pieces a side), 64 places or 4 promotions. Checked over random playouts in
-    # tests/test_conformance.py.
+    # tests/envs/test_conformance.py.
     max_legal_actions = 64
 
     def __init__(self, use_perspective: bool = True, with_must_lift: bool = True,

@@ -6,7 +6,7 @@
 The checks run on random legal playouts, compiled once per call (one `jit(vmap(scan))` over
 games and steps, one jitted unbatched step, one jitted `observe`; for a game with chance the
 chance methods too), and then look at the states those playouts went through. They are the
-checks `tests/test_conformance.py` runs on every game of the library, so a game written outside
+checks `tests/envs/test_conformance.py` runs on every game of the library, so a game written outside
 it is held to the same rules. `EnvChecker` exposes each group of checks on its own, for a test
 suite that wants one test per rule and one compile per env (as the conformance test does).
 

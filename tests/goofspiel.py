@@ -1,6 +1,6 @@
 """Goofspiel on K cards: a small simultaneous two-player game under the env protocol, with the
 `envs.core.GraphSearchEnv` members, so that graph search (`turbozero.search.mcgs`) is tested on a
-second game whose action count is not PyRat's 5 (tests/test_mcgs_goofspiel.py; docs/mcgs.md,
+second game whose action count is not PyRat's 5 (tests/search/test_mcgs_goofspiel.py; docs/mcgs.md,
 "A second game").
 
 Rules (OpenSpiel's `goofspiel` with `points_order="descending"`, no chance, full information;
@@ -143,7 +143,7 @@ class Goofspiel(Env):
 # ------------------------------------------------------------------ plain-Python rules
 class PlainGoofspiel:
     """The same rules in plain Python, with the interface of the MCGS reference
-    (tests/test_mcgs_reference.py: `is_over`, `effective_outcomes`, `make_move` /
+    (tests/search/test_mcgs_reference.py: `is_over`, `effective_outcomes`, `make_move` /
     `unmake_move`, `state_key`)."""
 
     def __init__(self, num_cards: int = 4, prizes: Optional[Sequence[int]] = None,

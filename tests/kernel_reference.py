@@ -1,5 +1,5 @@
 """A plain-Python tree search transcribing the formulas of docs/search.md ("The tree kernel"),
-shared by the kernel's tests (tests/test_search_kernel.py, tests/test_muzero.py).
+shared by the kernel's tests (tests/search/test_search_kernel.py, tests/training/test_muzero.py).
 
 The reference works on a Python tree of nodes, one simulation path at a time, calling the same
 model with batches of one; the kernel must agree with it visit for visit on every node.

@@ -2,6 +2,7 @@
 library, and every docs section that code, tests, benchmarks or the C++ cite
 (`docs/<file>.md, "Section"`) exists there, as a heading or a bold lead-in (`**Section.**`)."""
 
+import ast
 import pathlib
 import re
 
@@ -56,3 +57,34 @@ def test_every_cited_docs_section_exists(where, doc, section):
     heads, text = _sections(path.read_text(encoding="utf-8"))
     assert any(section in h for h in heads) or f"**{section}" in text, (
         f'{where} cites docs/{doc}, "{section}": no such heading or bold lead-in there')
+
+
+BENCHMARK_FOLDERS = ("throughput", "experiments", "tools")
+
+
+def test_benchmarks_live_in_three_folders_and_name_what_they_feed():
+    """benchmarks/ holds throughput/ (what docs/benchmarks.md cites), experiments/ (learning and
+    ablations) and tools/ (timing, plotting, profiling), nothing else; every script opens with a
+    docstring that cites the docs section it feeds (issue 35, item 2)."""
+    bench = ROOT / "benchmarks"
+    stray = [p.name for p in bench.iterdir()
+             if p.name not in BENCHMARK_FOLDERS and p.name != "__pycache__"]
+    assert not stray, f"benchmarks/ holds files outside {BENCHMARK_FOLDERS}: {stray}"
+    unsaid = []
+    for path in sorted(p for d in BENCHMARK_FOLDERS for p in (bench / d).glob("*.py")):
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+        if not CITATION.search(re.sub(r"\s*\n\s*", " ", doc)):
+            unsaid.append(str(path.relative_to(ROOT)))
+    assert not unsaid, f"no docstring citing its docs section (docs/<file>.md, \"Section\"): {unsaid}"
+
+
+def test_test_folders_mirror_the_packages():
+    """Each folder of tests/ is named after a package of the library (envs, equity, or a
+    subpackage of turbozero), so a module's tests are found where the module is (issue 35,
+    item 6)."""
+    packages = {"envs", "equity"} | {p.name for p in (ROOT / "turbozero").iterdir()
+                                     if (p / "__init__.py").exists()}
+    folders = {p.name for p in (ROOT / "tests").iterdir()
+               if p.is_dir() and p.name not in ("data", "__pycache__")}
+    assert folders, "tests/ has no package folders"
+    assert folders <= packages, f"tests/ folders that name no package: {folders - packages}"

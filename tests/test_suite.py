@@ -1,4 +1,4 @@
-"""benchmarks/suite.py --quick: every section runs on CPU and writes a complete table (issue 34,
+"""benchmarks/throughput/suite.py --quick: every section runs on CPU and writes a complete table (issue 34,
 item 3). Its time is printed; the budget is 3 minutes on the 2-core development machine
 (docs/benchmarks.md, "The benchmark suite")."""
 
@@ -17,8 +17,8 @@ def test_quick_suite_runs_every_section_and_writes_its_tables(tmp_path):
     out = tmp_path / "suite"
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     env.pop("TURBOZERO_JAX_CACHE", None)
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "suite.py"),
-                           "--quick", "--out", str(out)],
+    suite = os.path.join(ROOT, "benchmarks", "throughput", "suite.py")
+    proc = subprocess.run([sys.executable, suite, "--quick", "--out", str(out)],
                           capture_output=True, text=True, timeout=900, env=env, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     data = json.loads((out / "suite.json").read_text())

@@ -1,10 +1,8 @@
-"""benchmarks/timing.py: timed calls of compiled code pass; a timed call that compiles, runs a
-transformation un-jitted (the `jax.vmap(env.init)` that once made bench_cpu_search.py's C++
+"""benchmarks/tools/timing.py: timed calls of compiled code pass; a timed call that compiles, runs a
+transformation un-jitted (the `jax.vmap(env.init)` that once made throughput/cpu_search.py's C++
 path look 2.7-3.6x faster) or dispatches a JAX op eagerly raises `UnfairTiming`, on calls after
 the warm-up too."""
 
-import os
-import sys
 
 import jax
 import jax.numpy as jnp
@@ -12,10 +10,7 @@ import numpy as np
 import pytest
 from jax._src import core as jax_core
 
-# the benchmark scripts import their helpers as top-level modules (run from benchmarks/)
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                "benchmarks"))
-from timing import UnfairTiming, forbid_compiles_and_eager_ops, time_compiled  # noqa: E402
+from benchmarks.tools.timing import UnfairTiming, forbid_compiles_and_eager_ops, time_compiled
 
 
 def _f(x):
@@ -58,7 +53,7 @@ def test_unjitted_vmap_is_refused_after_warm_up():
 
 
 def test_unjitted_vmap_of_env_init_is_refused():
-    """The case bench_cpu_search.py once timed: a batch of games made with an eager vmap."""
+    """The case throughput/cpu_search.py once timed: a batch of games made with an eager vmap."""
     import envs
 
     env = envs.make("gomoku")

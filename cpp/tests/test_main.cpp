@@ -1,5 +1,5 @@
 // Plain C++ unit tests of the CPU search path (no Python), built with -DTZ_BUILD_CPP_TESTS=ON.
-// tests/test_cpu_search_sanitizers.py builds them with AddressSanitizer+UBSan and with
+// tests/search/test_cpu_search_sanitizers.py builds them with AddressSanitizer+UBSan and with
 // ThreadSanitizer and runs them; the closing line is "N passed, N failed".
 #include <chrono>
 #include <cmath>

@@ -26,7 +26,7 @@ Choices:
   the deeper towers of the larger presets.
 * The 1x1 convolutions that shrink the hidden state for the heads are linear (no ReLU): with
   no BatchNorm to centre them, a one-plane ReLU can be dead on every cell at initialisation,
-  and was for the reward head in tests/test_muzero_networks.py (all its gradients zero). The
+  and was for the reward head in tests/networks/test_muzero_networks.py (all its gradients zero). The
   dense layers after them carry the non-linearity.
 * The projection (EfficientZero's SimSiam head) reduces the channels with a 1x1 convolution
   before flattening: a dense layer on all H * W * C entries would dominate the parameter count

@@ -4,7 +4,7 @@ search; the C++ tree mixes a given draw the same way (`SearchTree.add_root_noise
 tests/test_formulas_once.py).
 
 mctx draws its noise over every action id and masks afterwards, so with few legal actions among
-many ids almost none of its noise mass lands on a legal move (tests/test_root_noise.py). Drawing
+many ids almost none of its noise mass lands on a legal move (tests/search/test_root_noise.py). Drawing
 one Gamma(alpha) variate per slot and normalising over the valid ones is a Dirichlet over
 exactly those.
 """

@@ -9,7 +9,7 @@ leave room for the next search's `num_simulations` new nodes, gets an empty row
 Why the result is exact: in a tree search the statistics of a subtree depend only on the
 visits that entered it, and a fresh search from the child with the same formulas (no root noise)
 makes those same visits in the same order; so reusing N_c visits and searching S more equals a
-fresh search of N_c - 1 + S simulations (tests/test_search_kernel.py). Root noise or a Gumbel
+fresh search of N_c - 1 + S simulations (tests/search/test_search_kernel.py). Root noise or a Gumbel
 root at the new root changes this, as it should.
 """
 

@@ -6,7 +6,7 @@
 the queue collects), and writes them into the library's replay; training, checkpoints and the
 loss are AlphaZero's. Evaluation searches with the JAX tree kernel under the same formulas
 (`SpecPUCT` + `PUCTRoot` with the config's constants), which the C++ search equals visit for
-visit with one worker (tests/test_cpu_search_jax.py), so evaluation stays jittable.
+visit with one worker (tests/search/test_cpu_search_jax.py), so evaluation stays jittable.
 """
 
 from __future__ import annotations

@@ -227,7 +227,7 @@ class Trainer:
             loss_fn=self.algorithm.loss_fn, batch_size=cfg.batch_size, num_steps=cfg.train_steps,
             shard_batch=shard, sample_fn=self.algorithm.sample, donate=cfg.donate_loop_state)
         # two keys as a tuple: unpacking one split array from Python was an eager unstack per
-        # iteration (benchmarks/timing.py caught it)
+        # iteration (benchmarks/tools/timing.py caught it)
         split = jax.jit(lambda k: tuple(jax.random.split(k)))
 
         def train_fn(state: LoopState):

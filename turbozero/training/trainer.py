@@ -271,7 +271,7 @@ class StepRunner:
         self.step = jax.jit(functools.partial(sampled_step, **step_options),
                             donate_argnums=(0,) if donate else ())
         # the keys as a tuple of arrays: indexing one split array from Python ran two eager
-        # ops (slice, squeeze) per update (benchmarks/timing.py caught them)
+        # ops (slice, squeeze) per update (benchmarks/tools/timing.py caught them)
         self._keys = jax.jit(lambda key: tuple(jax.random.split(key, num_steps)))
         self._summarize = jax.jit(lambda ms: summarize_steps(
             jax.tree_util.tree_map(lambda *x: jnp.stack(x), *ms)))

@@ -40,7 +40,7 @@ FIRST_WIDTH = 30  # legal micro-actions right after a roll (two die values x 15 
 WIDTH = 15  # legal single-checker moves with one die value (one per occupied source)
 # The default number of complete moves kept per position. Non-doubles never have more than
 # 450 (30 first steps x 15 second steps); doubles can: gnubg's move list holds up to 3060. In
-# gnubg 0-ply self-play (benchmarks/bench_afterstates.py --count) 99.9% of doubles had at
+# gnubg 0-ply self-play (benchmarks/throughput/backgammon_afterstates.py --count) 99.9% of doubles had at
 # most ~520 and the largest seen 783; docs/backgammon.md "Complete moves" has the measurement
 # and the cost of a larger M.
 DEFAULT_MAX_AFTERSTATES = 256

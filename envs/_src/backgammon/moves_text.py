@@ -2,7 +2,7 @@
 
 Points are numbered from the side of the player who moves (1..24, that player runs 24 -> 1),
 the bar is ``bar`` (or 25) and borne off is ``off`` (or 0). A complete move is written the way
-gnubg writes it (`gnubg.movetupletostring`), and `tests/test_moves_text.py` checks it does on
+gnubg writes it (`gnubg.movetupletostring`), and `tests/envs/test_moves_text.py` checks it does on
 gnubg's own moves:
 
 * one part per checker, the parts in order of decreasing starting point: ``8/5 6/5``;

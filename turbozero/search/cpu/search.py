@@ -8,7 +8,7 @@ with one worker thread; every round of leaves, one per root, goes through one ji
 by the C++ tree (`dirichlet_alpha`, `dirichlet_fraction`, seeded from the key), and the move is
 played from the root visits by `turbozero.search.acting.act` at `config.temperature` (0: the
 most visited, ties at random). With one leaf per step and no noise the root visits equal the
-tree kernel's (`CPUSearchConfig.from_tree`, tests/test_cpu_family.py).
+tree kernel's (`CPUSearchConfig.from_tree`, tests/search/test_cpu_family.py).
 """
 
 from __future__ import annotations
@@ -150,7 +150,7 @@ def cpu_search(env, evaluator, variables, states, key: jax.Array, config: CPUSea
 
 
 # jitted: run eagerly, the key split, the seed draw and the acting rule were 47 eager ops per
-# search (benchmarks/timing.py refused them in a timed call)
+# search (benchmarks/tools/timing.py refused them in a timed call)
 @jax.jit
 def _seed_and_key(key: jax.Array) -> tuple[jax.Array, jax.Array]:
     """(the C++ coordinator's seed, int32, and the acting key) from a search's key."""

@@ -18,7 +18,7 @@ from turbozero.search.cpu._ext import require_extension
 from turbozero.search.fpu import FPU_BASE
 from turbozero.validation import check_bounds, check_int, check_real
 
-# Named sentinels, equal to the extension's (checked by tests/test_cpu_search.py).
+# Named sentinels, equal to the extension's (checked by tests/search/test_cpu_search.py).
 NO_ACTION = -1  # padding of an evaluator's action rows; the root's action
 NO_STATE_SLOT = -1
 NEW_GAME = -2  # parent_slot of a request for a fresh game's first state
@@ -92,7 +92,7 @@ class CPUSearchConfig:
     def from_tree(cls, config) -> "CPUSearchConfig":
         """The `cpu` family's search equal to the tree family's `config` (a `TreeSearchConfig`
         with `SpecPUCT` selection and a `PUCTRoot`): visit for visit with one leaf per step
-        (tests/test_cpu_family.py). Its other settings have no C++ counterpart: a
+        (tests/search/test_cpu_family.py). Its other settings have no C++ counterpart: a
         `temperature_moves`, `max_children`, `extra_nodes` or `discount` other than the
         default is a ValueError."""
         for name, default in (("temperature_moves", None), ("max_children", None),

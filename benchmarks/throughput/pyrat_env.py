@@ -1,0 +1,152 @@
+"""PyRat env step time per batched call on CPU (issue 34, item 6; docs/benchmarks.md).
+
+    python benchmarks/throughput/pyrat_env.py [--batches 64 1024] [--repeats 15] [--ref REV]
+
+Times only compiled calls of the default game (21x15, 41 cheese): `jit(vmap(env.transition))`
+("step", the rules alone), `jit(vmap(env.observe))` ("observe") and `jit(vmap(env.step))`
+("step + observe", the protocol's step, which computes the observation). The states are
+mid-game: `--warm-steps` random joint actions played from fresh mazes, so the cheese is partly
+eaten and the rats spread out, as in training and search.
+
+`--ref REV` also loads `envs/pyrat.py` as it was at git revision REV (the implementation before
+issue 34 item 6 by default) and times it on the same states in the same process, interleaved
+with the current one: each repeat runs every (implementation, function) once in turn, so load
+from other jobs on the machine falls on both alike. The script checks that both give identical
+states and observations before it times anything. Each call is warmed up (compiled) first and
+waited for (`block_until_ready`); the figures are the min and median over the repeats of the
+mean time per call of `--calls` back-to-back calls.
+
+Feeds docs/benchmarks.md, "PyRat env step".
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+import jax
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, ROOT)
+
+import envs  # noqa: E402
+from benchmarks.tools.timing import time_compiled  # noqa: E402
+
+# the last commit whose envs/pyrat.py computes the nearness plane with the per-step
+# Bellman-Ford loop (the implementation issue 34 item 6 measured at 0.77 ms per step)
+BEFORE = "fe5f485"
+
+
+def load_reference(rev: str):
+    """The `PyRat` class of envs/pyrat.py at git revision `rev`, loaded as a separate module
+    (it imports the current `envs.core` and `envs._src.pyrat.maze`)."""
+    src = subprocess.run(["git", "show", f"{rev}:envs/pyrat.py"], cwd=ROOT, check=True,
+                         capture_output=True, text=True).stdout
+    path = os.path.join(tempfile.mkdtemp(), "pyrat_reference.py")
+    with open(path, "w") as f:
+        f.write(src)
+    spec = importlib.util.spec_from_file_location("pyrat_reference", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is made
+    spec.loader.exec_module(module)
+    return module.PyRat
+
+
+def mid_game_states(env, batch: int, warm_steps: int, seed: int = 0):
+    """`batch` states `warm_steps` random joint actions into fresh games (unfinished games
+    keep playing; finished ones absorb)."""
+    key = jax.random.PRNGKey(seed)
+    states = jax.jit(jax.vmap(env.init_state))(jax.random.split(key, batch))
+    transition = jax.jit(jax.vmap(env.transition))
+    for i in range(warm_steps):
+        actions = jax.random.randint(jax.random.fold_in(key, i + 1), (batch, 2), 0, 5)
+        states = transition(states, actions)
+    return states
+
+
+def functions(env):
+    """The three compiled batched calls timed for one implementation."""
+    return {
+        "step": jax.jit(jax.vmap(env.transition)),
+        "observe": jax.jit(jax.vmap(lambda s: env.observe(s, s.current_player))),
+        "step + observe": jax.jit(jax.vmap(env.step)),
+    }
+
+
+def same(a, b) -> bool:
+    la, lb = jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)
+    return len(la) == len(lb) and all(np.array_equal(np.asarray(x), np.asarray(y))
+                                      for x, y in zip(la, lb))
+
+
+def time_batch(impls: dict, batch: int, args) -> dict:
+    first = next(iter(impls.values()))
+    states = mid_game_states(first, batch, args.warm_steps)
+    actions = jax.random.randint(jax.random.PRNGKey(99), (batch, 2), 0, 5)
+    inputs = {"step": (states, actions), "observe": (states,),
+              "step + observe": (states, actions)}
+    fns = {name: functions(env) for name, env in impls.items()}
+    outputs = {}
+    for name, fs in fns.items():  # warm-up: compile and run once
+        for what, f in fs.items():
+            outputs[(name, what)] = jax.block_until_ready(f(*inputs[what]))
+    for what in inputs:  # every implementation must agree bit for bit before it is timed
+        results = [outputs[(name, what)] for name in fns]
+        if not all(same(results[0], r) for r in results[1:]):
+            raise SystemExit(f"batch {batch}: the implementations disagree on {what!r}")
+    def back_to_back(f, what):
+        def run():
+            out = None
+            for _ in range(args.calls):
+                out = f(*inputs[what])
+            return out
+        return run
+
+    # the shared helper (benchmarks/tools/timing.py): interleaved repeats, and a timed region that
+    # compiles or runs JAX eagerly is refused
+    timed = time_compiled({(name, what): back_to_back(f, what)
+                           for name, fs in fns.items() for what, f in fs.items()},
+                          repeats=args.repeats)
+    return {key: [t / args.calls for t in timing.times] for key, timing in timed.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--batches", type=int, nargs="+", default=[64, 1024])
+    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--calls", type=int, default=10, help="back-to-back calls per timing")
+    parser.add_argument("--warm-steps", type=int, default=40)
+    parser.add_argument("--ref", default=BEFORE,
+                        help=f"git revision of envs/pyrat.py to compare with (default {BEFORE}); "
+                             "'none' times the current implementation alone")
+    args = parser.parse_args()
+    impls = {"current": envs.make("pyrat")}
+    if args.ref.lower() != "none":
+        impls[f"ref {args.ref}"] = load_reference(args.ref)()
+    print(f"jax {jax.__version__}, {jax.devices()[0].platform}, load average "
+          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    for batch in args.batches:
+        times = time_batch(impls, batch, args)
+        print(f"\nbatch {batch} ({args.warm_steps} random steps into the game), ms per batched "
+              f"call, min / median over {args.repeats} repeats of {args.calls} calls:")
+        for (name, what), ts in times.items():
+            print(f"  {name:>14} {what:>15}: {1e3 * min(ts):8.3f} / "
+                  f"{1e3 * statistics.median(ts):8.3f}")
+        if len(impls) > 1:
+            cur, ref = list(impls)
+            for what in ("step", "observe", "step + observe"):
+                a, b = times[(cur, what)], times[(ref, what)]
+                print(f"  speed-up {what:>15}: {min(b) / min(a):6.1f}x (min), "
+                      f"{statistics.median(b) / statistics.median(a):6.1f}x (median)")
+    print(f"load average at the end {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,171 @@
+"""Complete moves (`Backgammon.afterstates`) checked against gnubg-nn's move generator on every
+roll of random positions, against the env's own micro-steps, and at the boundary."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import envs
+from envs import backgammon as bg
+from envs._src.backgammon import notation, rules
+from envs.afterstates import NO_ACTION, AfterstateEnv
+
+gnubg_nn = pytest.importorskip("gnubg_nn")
+
+from backgammon_positions import random_gboard  # noqa: E402  (same position generator)
+
+ENV = envs.make("backgammon")
+EXACT_M = 1024  # above every sample's count (the largest seen: 783 in gnubg self-play)
+
+
+@functools.lru_cache(maxsize=None)
+def _batched(m):
+    @jax.jit
+    def run(boards, outcomes, players):
+        states = jax.vmap(ENV._decision_state)(boards, outcomes, players)
+        states = states.replace(observation=jax.vmap(ENV.observe)(states))
+        return jax.vmap(lambda s: ENV.afterstates(s, m))(states)
+
+    return run
+
+
+def _positions(n, seed):
+    rng = np.random.default_rng(seed)
+    return [random_gboard(rng) for _ in range(n)]
+
+
+def _sets_all_rolls(gboards, m):
+    """For each position x roll: (gnubg board, roll, our set of result boards, count, overflow)."""
+    boards = np.stack([notation.gnubg_to_board(g) for g in gboards])
+    nb, nr = len(gboards), rules.NUM_ROLLS
+    out = _batched(m)(jnp.asarray(np.repeat(boards, nr, 0)),
+                      jnp.asarray(np.tile(np.arange(nr), nb)), jnp.zeros(nb * nr, jnp.int32))
+    valid = np.asarray(out.valid)
+    states = out.states
+    after_boards = np.asarray(states.board)
+    chance = np.asarray(states.is_chance)
+    over = np.asarray(out.overflow)
+    res = []
+    for i in range(nb * nr):
+        mine = set()
+        for j in np.flatnonzero(valid[i]):
+            b = after_boards[i, j]
+            mover_side = -b[rules._FLIP] if chance[i, j] else b  # back to the mover's side
+            mine.add(notation.board_to_gnubg(mover_side))
+        res.append((gboards[i // nr], tuple(int(x) for x in rules.ROLLS[i % nr]), mine,
+                    int(valid[i].sum()), bool(over[i])))
+    return res
+
+
+def _gnubg_set(g, roll):
+    ref = {tuple(tuple(x) for x in gnubg_nn.board_from_position_key(k))
+           for k in gnubg_nn.moves(g, roll[0], roll[1])}
+    return ref or {g}  # no legal move: the position stays
+
+
+def _check_equal(cases):
+    bad = [(notation.encode_position_id(g), r) for g, r, mine, n, over in cases
+           if over or n != len(mine) or mine != _gnubg_set(g, r)]
+    assert not bad, f"{len(bad)} of {len(cases)} disagree with gnubg-nn, e.g. {bad[:5]}"
+
+
+def test_every_roll_of_random_positions_equals_gnubg_nn():
+    """120 hard-case positions x all 21 rolls: bear-offs, the bar, primes, blocked dice."""
+    cases = _sets_all_rolls(_positions(120, 11), EXACT_M)
+    _check_equal(cases)
+    n = np.array([c[3] for c in cases])
+    assert (n == 1).sum() > 100 and n.max() > 200  # forced / single moves, and large sets
+    assert any(sum(me) == 0 for c in cases for _, me in c[2])  # some move bears off the last
+
+
+@pytest.mark.slow
+def test_thousands_of_positions_equal_gnubg_nn():
+    _check_equal(_sets_all_rolls(_positions(2000, 12), EXACT_M))
+
+
+def test_overflow_keeps_legal_moves_and_says_so():
+    cases = _sets_all_rolls(_positions(120, 11), 64)
+    over = [c for c in cases if c[4]]
+    assert over, "the sample has positions with more than 64 complete moves"
+    for g, r, mine, n, _ in over:
+        assert n == 64 and mine <= _gnubg_set(g, r)
+    exact = [c for c in cases if not c[4]]
+    _check_equal(exact)
+
+
+def test_results_are_what_the_env_micro_steps_make():
+    """Each listed state equals the env's step_deterministic applied to its micro-actions,
+    every step legal (check_action), on every field."""
+    step = jax.jit(ENV.step_deterministic)
+    rng = np.random.default_rng(3)
+    aft = jax.jit(ENV.afterstates)
+    checked = 0
+    for g in _positions(25, 4):
+        roll = tuple(int(x) for x in rng.integers(1, 7, 2))
+        s = bg.from_gnubg_board(g, roll, current_player=int(rng.integers(2)))
+        s = s.replace(step_count=jnp.int32(rng.integers(0, 40)))
+        out = aft(s)
+        for j in np.flatnonzero(np.asarray(out.valid))[:12]:
+            t = s
+            for a in np.asarray(out.actions[j]):
+                if a == NO_ACTION:
+                    break
+                ENV.check_action(t, int(a))
+                t = step(t, a)
+            mine = jax.tree_util.tree_map(lambda x: x[j], out.states)
+            for f in ("board", "current_player", "rewards", "terminated", "legal_action_mask",
+                      "step_count", "dice", "remaining", "is_chance", "observation"):
+                np.testing.assert_array_equal(np.asarray(getattr(mine, f)),
+                                              np.asarray(getattr(t, f)), err_msg=f)
+            checked += 1
+    assert checked > 100
+
+
+def test_mid_turn_lists_the_rest_of_the_move():
+    """After a complete move's first checker, the afterstates are the completions: a subset
+    of the full list holding every move that starts with that checker."""
+    aft = jax.jit(ENV.afterstates)
+    step = jax.jit(ENV.step_deterministic)
+    for g in _positions(12, 5):
+        s = bg.from_gnubg_board(g, (2, 2))
+        full = aft(s)
+        valid = np.asarray(full.valid)
+        boards = {np.asarray(full.states.board[j]).tobytes() for j in np.flatnonzero(valid)}
+        first = int(full.actions[int(np.flatnonzero(valid)[0]), 0])
+        if first == rules.PASS_ACTION:
+            continue
+        mid = aft(step(s, first))
+        mid_boards = {np.asarray(mid.states.board[j]).tobytes()
+                      for j in np.flatnonzero(np.asarray(mid.valid))}
+        starts = {np.asarray(full.states.board[j]).tobytes() for j in np.flatnonzero(valid)
+                  if int(full.actions[j, 0]) == first}
+        assert starts <= mid_boards <= boards
+
+
+def test_boundary():
+    s = ENV.init(jax.random.PRNGKey(0))
+    assert isinstance(ENV, AfterstateEnv)
+    chance = ENV.step_deterministic(s, int(np.flatnonzero(np.asarray(s.legal_action_mask))[0]))
+    while not bool(chance.is_chance):
+        chance = ENV.step_deterministic(
+            chance, int(np.flatnonzero(np.asarray(chance.legal_action_mask))[0]))
+    with pytest.raises(ValueError, match="rolled dice"):
+        ENV.afterstates(chance)
+    with pytest.raises(ValueError, match="batch"):
+        ENV.afterstates(jax.vmap(ENV.init)(jax.random.split(jax.random.PRNGKey(0), 2)))
+    with pytest.raises(ValueError, match="max_afterstates"):
+        ENV.afterstates(s, 10)
+    with pytest.raises(ValueError, match="int"):
+        ENV.afterstates(s, 2.5)
+    # inside jit nothing can be raised: every slot is invalid
+    out = jax.jit(ENV.afterstates)(chance)
+    assert not bool(jnp.any(out.valid))
+    # a roll without any legal move: the pass, position unchanged (the opponent to roll)
+    g = ((2, 2, 2, 2, 2, 2) + (0,) * 19, (0,) * 24 + (1,))  # our checker on the bar, closed
+    blocked = ENV.afterstates(bg.from_gnubg_board(g, (3, 5)))
+    assert int(blocked.valid.sum()) == 1
+    assert int(blocked.actions[0, 0]) == rules.PASS_ACTION
+    assert bool(blocked.states.is_chance[0])

@@ -1,0 +1,209 @@
+"""The one search contract (`turbozero.search.api`): every family answers `search(...)` with a
+`SearchResult`, dispatch goes through the registry, bad configs and options are refused with
+the family named, the old `SearchConfig` name still loads, and `search/` and `training/`
+import no module in a circle."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import pathlib
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import envs
+from turbozero.search import (
+    MCGSConfig,
+    MctxConfig,
+    NetworkEvaluator,
+    OnePlyConfig,
+    PUCTRoot,
+    SearchConfig,
+    SearchResult,
+    TreeSearchConfig,
+    available_families,
+    family_of,
+    random_actions,
+    register_family,
+    search,
+)
+from turbozero.training.run_config import config_from_json, config_to_json
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+TTT = envs.make("pgx/tic_tac_toe")
+
+
+def _ttt_apply(variables, obs):
+    """A fixed network: logits from the board, value 0.1 for the mover."""
+    del variables
+    flat = obs.reshape(obs.shape[0], -1).astype(jnp.float32)
+    logits = jnp.sin(flat[:, :9] * 3.0 + jnp.arange(9.0))
+    return logits, jnp.full((obs.shape[0],), 0.1)
+
+
+EVAL = NetworkEvaluator(_ttt_apply)
+
+
+@pytest.fixture(scope="module")
+def ttt_states():
+    keys = jax.random.split(jax.random.PRNGKey(0), 3)
+    states = jax.vmap(TTT.init)(keys)
+    return jax.vmap(TTT.step)(states, random_actions(states, jax.random.PRNGKey(1)))
+
+
+@pytest.mark.parametrize("config", [
+    TreeSearchConfig(num_simulations=8, root=PUCTRoot(dirichlet_fraction=0.0), temperature=0.0),
+    MctxConfig(num_simulations=8, dirichlet_fraction=0.0, temperature=0.0),
+    OnePlyConfig(),
+], ids=["tree", "mctx", "one-ply"])
+def test_turn_based_families_answer_with_one_result_type(ttt_states, config):
+    out = jax.jit(lambda s, k: search(TTT, EVAL, None, s, k, config))(
+        ttt_states, jax.random.PRNGKey(2))
+    assert type(out) is SearchResult
+    b = ttt_states.step_count.shape[0]
+    assert out.action.shape == (b,) and out.policy.shape == (b, TTT.num_actions)
+    assert out.root_value.shape == (b,) and out.root_values.shape == (b, 2)
+    legal = np.asarray(ttt_states.legal_action_mask)
+    assert legal[np.arange(b), np.asarray(out.action)].all()
+    np.testing.assert_allclose(np.asarray(out.policy).sum(-1), 1.0, rtol=1e-5)
+    assert not np.asarray(out.policy)[~legal].any()
+    # root_values are per seat: the mover's is root_value, the other's its negation
+    mover = np.asarray(ttt_states.current_player)
+    values = np.asarray(out.root_values)
+    np.testing.assert_allclose(values[np.arange(b), mover], np.asarray(out.root_value), rtol=1e-6)
+    np.testing.assert_allclose(values.sum(-1), 0.0, atol=1e-6)
+    for v in out.stats.values():
+        assert np.asarray(v).shape[0] == b
+
+
+def test_the_graph_family_answers_for_a_simultaneous_game():
+    env = envs.make("pyrat")
+    states = jax.vmap(env.init)(jax.random.split(jax.random.PRNGKey(0), 2))
+
+    def apply(variables, obs):  # a two-player network: logits [B, 2, A], values [B, 2]
+        del variables
+        b = obs.shape[0]
+        return jnp.zeros((b, 2, env.num_actions)), jnp.zeros((b, 2))
+
+    out = search(env, NetworkEvaluator(apply), None, states, jax.random.PRNGKey(1),
+                 MCGSConfig(num_simulations=6))
+    assert type(out) is SearchResult
+    assert out.action.shape == (2, 2) and out.policy.shape == (2, 2, env.num_actions)
+    assert out.root_values.shape == (2, 2) and out.root_value.shape == (2,)
+    assert np.asarray(out.stats["nodes_used"]).shape == (2,)
+
+
+def test_every_library_family_is_registered_by_name():
+    assert {"tree", "mctx", "graph", "one-ply", "afterstate"} <= set(available_families())
+    assert family_of(TreeSearchConfig()).name == "tree"
+    assert family_of(MctxConfig()).name == "mctx"
+    assert family_of(MCGSConfig()).name == "graph"
+    assert family_of(OnePlyConfig()).name == "one-ply"
+
+
+def test_what_is_not_a_search_config_is_refused_naming_the_families(ttt_states):
+    with pytest.raises(ValueError, match="not a search config.*families: .*mctx.*tree"):
+        search(TTT, EVAL, None, ttt_states, jax.random.PRNGKey(0), {"num_simulations": 8})
+    with pytest.raises(ValueError, match="risk term.*'mctx'"):
+        search(TTT, EVAL, None, ttt_states, jax.random.PRNGKey(0), MctxConfig(),
+               risk_beta=jnp.zeros((3, 2)))
+    with pytest.raises(ValueError, match="risk term.*'one-ply'"):
+        search(TTT, EVAL, None, ttt_states, jax.random.PRNGKey(0), OnePlyConfig(),
+               risk_beta=jnp.zeros((3, 2)))
+
+
+def test_mctx_refuses_more_than_two_players():
+    env = envs.make("gomoku", size=5, win_length=3, num_players=3, view=5)
+    states = jax.vmap(env.init)(jax.random.split(jax.random.PRNGKey(0), 2))
+    with pytest.raises(ValueError, match="3 players.*TreeSearchConfig"):
+        search(env, EVAL, None, states, jax.random.PRNGKey(0), MctxConfig())
+
+
+def test_a_family_registers_with_a_config_naming_it():
+    @dataclasses.dataclass(frozen=True)
+    class Unnamed:
+        num_simulations: int = 1
+
+    with pytest.raises(ValueError, match="Unnamed.family must be 'mine'"):
+        register_family("mine", Unnamed, lambda *a: None)
+    with pytest.raises(ValueError, match="dataclass type"):
+        register_family("mine", int, lambda *a: None)
+
+    @dataclasses.dataclass(frozen=True)
+    class FirstLegal:
+        family = "test-first-legal"
+
+    def run(env, evaluator, variables, states, key, config, risk_beta=None):
+        action = jnp.argmax(states.legal_action_mask, -1).astype(jnp.int32)
+        zero = jnp.zeros(action.shape)
+        return SearchResult(action=action, policy=jax.nn.one_hot(action, env.num_actions),
+                            root_value=zero, root_values=jnp.stack([zero, zero], -1))
+
+    register_family("test-first-legal", FirstLegal, run)
+    states = jax.vmap(TTT.init)(jax.random.split(jax.random.PRNGKey(0), 2))
+    out = search(TTT, EVAL, None, states, jax.random.PRNGKey(0), FirstLegal())
+    assert list(np.asarray(out.action)) == [0, 0]
+    assert "test-first-legal" in available_families()
+
+
+def test_the_old_mctx_config_name_warns_and_still_loads():
+    with pytest.warns(DeprecationWarning, match="renamed MctxConfig"):
+        old = SearchConfig(num_simulations=5)
+    assert isinstance(old, MctxConfig) and family_of(old).name == "mctx"
+    # a run written before the rename stores the old class name
+    from turbozero.presets import get_preset
+
+    data = config_to_json(get_preset("pgx/tic_tac_toe", "tiny"))
+    data["search"] = {"__dataclass__": "turbozero.search.mctx_policies:SearchConfig",
+                      "num_simulations": 7}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        loaded = config_from_json(data)
+    assert isinstance(loaded.search, MctxConfig) and loaded.search.num_simulations == 7
+
+
+def _imports(path: pathlib.Path, modules: dict) -> set:
+    """The library modules `path` imports, at module level or inside functions."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            for alias in node.names:
+                full = f"{node.module}.{alias.name}"
+                found.add(full if full in modules else node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return found & set(modules)
+
+
+@pytest.mark.parametrize("packages", [("turbozero/search",), ("turbozero/training",),
+                                      ("turbozero", "envs", "equity")])
+def test_no_import_circle(packages):
+    """Modules of the library never import each other in a circle, not even from inside a
+    function (kernel, mctx_policies and one_ply once did, through function-level imports;
+    presets -> training.loop -> run_config -> presets and equity.met <-> equity.value too)."""
+    modules = {}
+    for path in (p for package in packages for p in (ROOT / package).rglob("*.py")):
+        name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        if name.endswith(".__init__"):
+            continue  # a package's __init__ gathers its modules: not a circle
+        modules[name] = path
+    graph = {m: _imports(p, modules) - {m} for m, p in modules.items()}
+    state: dict = {}
+
+    def visit(m, stack):
+        state[m] = "open"
+        for dep in sorted(graph[m]):
+            if state.get(dep) == "open":
+                cycle = stack[stack.index(dep):] + [dep]
+                pytest.fail("import circle: " + " -> ".join(cycle))
+            if dep not in state:
+                visit(dep, stack + [dep])
+        state[m] = "done"
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [m])

@@ -1,0 +1,133 @@
+"""The algorithm is explicit (`TrainConfig.algorithm`, turbozero/training/algorithm_configs.py):
+AlphaZero / GraphSearch / MuZero / TD configs, acting defined once, the keywords of earlier
+versions (`search=`, `eval_search=`, `temperature_schedule=`) converted, `--set` keys old and
+new, and a run directory stored before (tests/data/ttt_run) read into the new form."""
+
+import dataclasses
+import json
+import os
+
+import pytest
+
+from turbozero.presets import available_presets, get_preset
+from turbozero.search import MctxConfig, OnePlyConfig, TreeSearchConfig
+from turbozero.search.cpu.selfplay import CPUSelfPlayConfig
+from turbozero.search.mcgs import MCGSConfig
+from turbozero.training.acting import TemperatureSchedule
+from turbozero.training.algorithm_configs import (
+    TD, AlphaZero, GraphSearch, MuZero, algorithm_for_search, algorithm_with)
+from turbozero.training.config import TrainConfig
+from turbozero.training.muzero import MuZeroConfig
+from turbozero.training.run_config import (config_from_json, config_to_json, load_run_config,
+                                           parse_overrides, with_overrides)
+from turbozero.training.td import TDConfig
+
+FIXTURE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "ttt_run")
+TTT = "pgx/tic_tac_toe"
+SLOW = TemperatureSchedule(temperature=0.5, moves=7)
+
+
+def test_each_search_belongs_to_one_algorithm():
+    assert algorithm_for_search(MctxConfig()) is AlphaZero
+    assert algorithm_for_search(TreeSearchConfig()) is AlphaZero
+    assert algorithm_for_search(CPUSelfPlayConfig()) is AlphaZero  # the C++ self-play
+    assert algorithm_for_search(MCGSConfig()) is GraphSearch
+    assert algorithm_for_search(MuZeroConfig()) is MuZero
+    assert algorithm_for_search(TDConfig()) is TD
+    with pytest.raises(ValueError, match="no algorithm trains with a int search"):
+        algorithm_for_search(3)
+
+
+def test_the_old_keywords_are_converted_into_the_algorithm():
+    search = TreeSearchConfig(num_simulations=4)
+    old = TrainConfig(TTT, search=search, temperature_schedule=SLOW, eval_search=OnePlyConfig())
+    new = TrainConfig(TTT, algorithm=AlphaZero(search=search, acting=SLOW,
+                                               eval_search=OnePlyConfig()))
+    assert old == new
+    # read back through the old names, from the one place they are held
+    assert new.search is new.algorithm.search and new.temperature_schedule == SLOW
+    assert new.eval_search == OnePlyConfig()
+    assert TrainConfig(TTT).algorithm == AlphaZero()  # the default: mctx, the default acting
+    with pytest.raises(AttributeError):
+        new.search = MctxConfig()  # frozen, and a view
+
+
+def test_replacing_the_search_keeps_the_rest_or_changes_the_algorithm():
+    base = TrainConfig(TTT, algorithm=AlphaZero(search=MctxConfig(), acting=SLOW,
+                                                eval_search=OnePlyConfig()))
+    same = dataclasses.replace(base, search=TreeSearchConfig(num_simulations=2))
+    assert same.algorithm == AlphaZero(search=TreeSearchConfig(num_simulations=2), acting=SLOW,
+                                       eval_search=OnePlyConfig())
+    # a search of another algorithm: that algorithm, acting carried, the evaluation player not
+    graph = dataclasses.replace(base, search=MCGSConfig(num_simulations=3))
+    assert graph.algorithm == GraphSearch(search=MCGSConfig(num_simulations=3), acting=SLOW)
+    td = algorithm_with(AlphaZero(), search=TDConfig())
+    assert td == TD(search=TDConfig()) and TD.acting is None
+    with pytest.raises(ValueError, match="TD has no temperature schedule"):
+        algorithm_with(td, temperature_schedule=SLOW)
+
+
+def test_bad_algorithms_are_named():
+    with pytest.raises(ValueError, match=r"a MctxConfig is a search: write AlphaZero\(search="):
+        TrainConfig(TTT, algorithm=MctxConfig())
+    with pytest.raises(ValueError, match=r"AlphaZero does not train with a MCGSConfig search; "
+                                         r"use GraphSearch\(search=\.\.\.\)"):
+        TrainConfig(TTT, algorithm=AlphaZero(search=MCGSConfig()))
+    with pytest.raises(ValueError, match="TD does not train with a MctxConfig search; use "
+                                         "AlphaZero"):
+        TrainConfig(TTT, algorithm=TD(search=MctxConfig()))
+    with pytest.raises(ValueError, match="acting must be a TemperatureSchedule, got tuple"):
+        AlphaZero(acting=(1.0, 30))
+
+
+def test_set_keys_old_and_new():
+    base = get_preset(TTT, "tiny")
+    new = parse_overrides(base, ["algorithm.search.num_simulations=3", "algorithm.acting.moves=2"])
+    old = parse_overrides(base, ["search.num_simulations=3", "temperature_schedule.moves=2"])
+    assert new == old
+    cfg = with_overrides(base, new)
+    assert cfg.search.num_simulations == 3 and cfg.algorithm.acting.moves == 2
+    # a None evaluation player stands for the derived one: one field of it can be set
+    cfg = with_overrides(base, parse_overrides(base, ["algorithm.eval_search.num_simulations=1"]))
+    assert cfg.eval_search.num_simulations == 1 and cfg.eval_search.temperature == 0.0
+    # a whole algorithm, as a run stores it
+    tagged = json.dumps({"__dataclass__": "turbozero.training.algorithm_configs:AlphaZero",
+                         "search": {"__dataclass__": "turbozero.search.kernel:TreeSearchConfig",
+                                    "num_simulations": 2}})
+    cfg = with_overrides(base, parse_overrides(base, [f"algorithm={tagged}"]))
+    # (merged into the current algorithm of that class, as any tagged object is)
+    assert cfg.algorithm == dataclasses.replace(
+        base.algorithm, search=dataclasses.replace(base.search, num_simulations=2))
+    bad = tagged.replace("AlphaZero", "TD")
+    with pytest.raises(ValueError, match="TD does not train with a TreeSearchConfig search"):
+        with_overrides(base, parse_overrides(base, [f"algorithm={bad}"]))
+    # a self-play search of another algorithm switches it, as TrainConfig(search=...) does
+    mcgs = '{"__dataclass__": "turbozero.search.mcgs:MCGSConfig", "num_simulations": 5}'
+    switched = parse_overrides(base, [f"search={mcgs}"])["algorithm"]
+    assert switched == GraphSearch(search=MCGSConfig(num_simulations=5), acting=base.algorithm.acting)
+
+
+def test_every_preset_names_its_algorithm_and_round_trips():
+    from turbozero.presets import _PRESETS
+
+    for game in _PRESETS:
+        for name in available_presets(game):
+            cfg = get_preset(game, name)
+            assert type(cfg.algorithm) is algorithm_for_search(cfg.search), (game, name)
+            assert config_from_json(json.loads(json.dumps(config_to_json(cfg)))) == cfg
+
+
+def test_a_run_stored_before_reads_into_the_algorithm():
+    """tests/data/ttt_run stores search / eval_search / temperature_schedule (the format before
+    the algorithm was explicit); test_run_directory evaluates and resumes it."""
+    with open(os.path.join(FIXTURE, "turbozero_run.json"), encoding="utf-8") as f:
+        stored = json.load(f)["config"]
+    assert "search" in stored and "temperature_schedule" in stored and "algorithm" not in stored
+    config = load_run_config(FIXTURE)
+    assert isinstance(config.algorithm, AlphaZero)
+    assert config.algorithm.search == config_from_json(
+        {"__dataclass__": "turbozero.training.config:TrainConfig", "game": TTT,
+         "search": stored["search"]}).search
+    assert isinstance(config.search, TreeSearchConfig) and config.eval_search is None
+    assert config.algorithm.acting == TemperatureSchedule(**{
+        k: v for k, v in stored["temperature_schedule"].items() if k != "__dataclass__"})
