@@ -11,8 +11,10 @@ Each config is size,win_length,view. Two figures per config and number of player
 * self-play: `steps` moves of extender-against-extender games (policy + env.step) in one jitted
   `lax.scan`: moves per second, the rate an evaluation match runs at.
 
-Wall time is the median of `repeats` calls after a compile call; CPU time (the process, all
-threads) over the same calls is printed too, since the machine is shared.
+Wall time is the median of `repeats` calls of compiled code (benchmarks/tools/timing.py's
+`time_compiled`: warm-up first, the two calls interleaved, a timed call that compiles or runs a
+JAX op eagerly refused); the mean CPU time (the process, all threads) of the same calls is
+printed too, since the machine is shared.
 
 Feeds docs/benchmarks.md, "Gomoku line-extender baseline".
 """
@@ -22,7 +24,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
@@ -31,18 +32,7 @@ import jax  # noqa: E402
 import envs  # noqa: E402
 from envs._src.gomoku.extender import line_extender  # noqa: E402
 from envs.sampling import uniform_legal_action  # noqa: E402
-
-
-def timed(fn, repeats: int) -> tuple[float, float]:
-    """(median wall s, mean CPU s) per call of `fn()`, after one compile call."""
-    jax.block_until_ready(fn())
-    walls, cpu0 = [], time.process_time()
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn())
-        walls.append(time.perf_counter() - t0)
-    cpu = (time.process_time() - cpu0) / repeats
-    return sorted(walls)[len(walls) // 2], cpu
+from benchmarks.tools.timing import time_compiled, with_cpu_time  # noqa: E402
 
 
 def bench(size: int, win_length: int, view: int, players: int, batch: int, steps: int,
@@ -77,11 +67,16 @@ def bench(size: int, win_length: int, view: int, players: int, batch: int, steps
     states = positions(jax.random.PRNGKey(0))
     choose = jax.jit(policy)
     key = jax.random.PRNGKey(1)
-    wall, cpu = timed(lambda: choose(None, states, key), repeats)
-    sp_wall, sp_cpu = timed(lambda: self_play(key), repeats)
+    cpu = {"policy": [], "self-play": []}
+    fns = {"policy": with_cpu_time(lambda k: choose(None, states, k), cpu["policy"]),
+           "self-play": with_cpu_time(self_play, cpu["self-play"])}
+    t = time_compiled(fns, args=(key,), repeats=repeats)
+    wall, sp_wall = t["policy"].median, t["self-play"].median
+    # CPU seconds of the timed calls only (the warm-up call comes first in each list)
+    cpu_s, sp_cpu = (sum(cpu[k][-repeats:]) / repeats for k in ("policy", "self-play"))
     moves = batch * steps
     print(f"{size}x{size}/{win_length} view {view}, {players} players, batch {batch}: "
-          f"policy {batch / wall:,.0f} moves/s wall ({batch / cpu:,.0f} per CPU s), "
+          f"policy {batch / wall:,.0f} moves/s wall ({batch / cpu_s:,.0f} per CPU s), "
           f"self-play {moves / sp_wall:,.0f} moves/s wall ({moves / sp_cpu:,.0f} per CPU s)",
           flush=True)
 

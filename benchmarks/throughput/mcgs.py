@@ -47,7 +47,7 @@ from mcgs_reference import (ReferenceMCGS, det_eval_jax,  # noqa: E402
 from turbozero.search import mcgs as mcgs_module  # noqa: E402
 from turbozero.search.mcgs import MCGSConfig, make_mcgs_fn, uniform_eval_fn  # noqa: E402
 
-from benchmarks.tools.timing import time_compiled  # noqa: E402
+from benchmarks.tools.timing import time_compiled, with_cpu_time  # noqa: E402
 
 
 def distinct_share(out) -> tuple[np.ndarray, np.ndarray]:
@@ -85,13 +85,9 @@ def speed(sims, quick):
     rows = []
     for batch in (1, 64):
         roots = jax.vmap(env.init)(jax.random.split(jax.random.PRNGKey(2), batch))
-        jax.block_until_ready(fn(None, roots, jax.random.PRNGKey(0)).policy)  # compile
-        reps = 3
-        t0 = time.perf_counter()
-        for r in range(reps):
-            jax.block_until_ready(fn(None, roots, jax.random.PRNGKey(r)).policy)
-        dt = (time.perf_counter() - t0) / reps
-        rows.append((f"kernel, batch {batch}", batch * sims / dt))
+        t = time_compiled({"kernel": fn}, args=lambda r: (None, roots, jax.random.PRNGKey(r)),
+                          repeats=3)["kernel"]
+        rows.append((f"kernel, batch {batch}", batch * sims / t.median))
     # plain-Python reference on the same kind of mazes
     games = 2 if quick else 6
     states = jax.vmap(env.init)(jax.random.split(jax.random.PRNGKey(2), games))
@@ -123,20 +119,6 @@ def load_reference(rev: str):
     from turbozero.search.api import register_family
     register_family("graph", mcgs_module.MCGSConfig, mcgs_module._run)
     return module
-
-
-def with_cpu_time(fn, record: list):
-    """`fn` that also appends the process CPU seconds of each call (waited for) to `record`:
-    on a machine shared with other jobs the wall time of a call moves with their load, its CPU
-    time much less."""
-
-    def timed(*args):
-        c0 = time.process_time()
-        out = jax.block_until_ready(fn(*args))
-        record.append(time.process_time() - c0)
-        return out
-
-    return timed
 
 
 def cost(batches, sims, repeats, ref):
