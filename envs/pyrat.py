@@ -60,6 +60,11 @@ class PyRatState(State):
     mud_turns: int32[2] turns each rat is still stuck in mud.
     scores: float32[2] cheese collected so far.
     initial_cheese: float32 scalar, cheese at the start (for the end rule).
+    cheese_distance: int16[H, W] (int32 on boards where distances may not fit) mud-weighted
+      turns from each cell to the nearest cheese, a cap (16000 or 1 << 20) where none is
+      reachable; nearest_cheese: int16[H, W] the flat index (y * W + x) of a cheese at that
+      distance. Both follow from maze and cheese: kept so that the observation's nearness plane
+      does not recompute the field every step (`_src/pyrat/maze.NearestCheese`).
     """
 
     maze: Array = struct.field(default=None)
@@ -68,6 +73,8 @@ class PyRatState(State):
     mud_turns: Array = struct.field(default=None)
     scores: Array = struct.field(default=None)
     initial_cheese: Array = struct.field(default=None)
+    cheese_distance: Array = struct.field(default=None)
+    nearest_cheese: Array = struct.field(default=None)
 
     def _svg(self) -> str:
         require_unbatched(self, "pyrat: render_svg")
@@ -162,6 +169,11 @@ class PyRat(Env):
         # the nearness plane's distance field (its int width depends on the longest distance)
         max_weight = int(self.fixed_maze.cost.max()) if self.fixed_maze is not None else self.mud_range
         self._distance = mz.make_distance_to_cheese(self.width, self.height, max_weight)
+        # the same field kept in the state and repaired where cheese was eaten
+        self._nearest = mz.NearestCheese(self.width, self.height, max_weight)
+        self._fixed_nearest = (None if self.fixed_maze is None else
+                               self._nearest.fresh_numpy(self.fixed_maze.cost,
+                                                         self.fixed_maze.cheese))
 
     # ------------------------------------------------------------------ protocol
     def _init(self, key: PRNGKey) -> PyRatState:
@@ -169,10 +181,12 @@ class PyRat(Env):
             m = self.fixed_maze
             cost, cheese = jnp.asarray(m.cost), jnp.asarray(m.cheese)
             pos = jnp.array([m.player1, m.player2], dtype=jnp.int32)
+            dist, near = (jnp.asarray(a) for a in self._fixed_nearest)
         else:
             cost, cheese = mz.generate(key, self.width, self.height, self.cheese_count,
                                        self.wall_density, self.mud_density, self.mud_range)
             pos = jnp.array([[0, 0], [self.width - 1, self.height - 1]], dtype=jnp.int32)
+            dist, near = self._nearest.fresh(cost, cheese)
         return PyRatState(
             current_player=jnp.int32(0),
             observation=jnp.zeros((self.height, self.width, NUM_PLANES), jnp.float32),
@@ -187,6 +201,8 @@ class PyRat(Env):
             mud_turns=jnp.zeros(2, jnp.int32),
             scores=jnp.zeros(2, jnp.float32),
             initial_cheese=jnp.sum(cheese).astype(jnp.float32),
+            cheese_distance=dist,
+            nearest_cheese=near,
         )
 
     def _step(self, state: PyRatState, action: Array, key: Optional[PRNGKey]) -> PyRatState:
@@ -204,11 +220,14 @@ class PyRat(Env):
         shared = on[0] & on[1] & (nx[0] == nx[1]) & (ny[0] == ny[1])
         reward = jnp.where(on, jnp.where(shared, 0.5, 1.0), 0.0).astype(jnp.float32)
         cheese = state.cheese.at[ny, nx].set(state.cheese[ny, nx] & ~on)
+        dist, near = self._nearest.repair(state.maze, state.cheese_distance, state.nearest_cheese,
+                                          jnp.where(on, ny * self.width + nx, -1))
         scores = state.scores + reward
         over = jnp.any(scores > state.initial_cheese / 2) | ~jnp.any(cheese)
         cut = ~over & (state.step_count >= self.max_episode_steps)
         return state.replace(positions=jnp.stack([nx, ny], axis=1).astype(jnp.int32),
                              mud_turns=mud.astype(jnp.int32), cheese=cheese, scores=scores,
+                             cheese_distance=dist, nearest_cheese=near,
                              rewards=reward, terminated=state.terminated | over,
                              truncated=state.truncated | cut)
 
@@ -221,8 +240,9 @@ class PyRat(Env):
 
         # nearness to cheese, 1 / (1 + mud-weighted turns to the nearest cheese): the feature a
         # small network cannot compute itself in a few layers, and the one the greedy baseline
-        # follows
-        near = 1.0 / (1.0 + self.distance_to_cheese(state).astype(jnp.float32))
+        # follows; the field is kept in the state, repaired by the step where cheese was eaten
+        # (`_src/pyrat/maze.NearestCheese`)
+        near = 1.0 / (1.0 + self._nearest.finish(state.cheese_distance).astype(jnp.float32))
 
         # One set of planes, built for the viewer, instead of both players' planes and a select
         # between them: with the viewer batched, the select computed both (issue 34 item 6;
@@ -243,12 +263,22 @@ class PyRat(Env):
         my, oy = jnp.where(flip, h - 1 - my, my), jnp.where(flip, h - 1 - oy, oy)
         mud_me, mud_op = seats(state.mud_turns)
         score_me, score_op = seats(state.scores)
-        # one-hots by comparison with the cell coordinates (a scatter per plane was slower)
-        ys, xs = jnp.arange(h)[:, None], jnp.arange(w)[None, :]
-        me = ((ys == my) & (xs == mx)).astype(jnp.float32)
-        op = ((ys == oy) & (xs == ox)).astype(jnp.float32)
-        full = jnp.ones((h, w), jnp.float32)
+        # planes 9-15 in one array: each is a value at one cell (the rats' one-hots and mud) or
+        # everywhere (scores, turn). The one-hots are comparisons with the cell coordinates (a
+        # scatter per plane was slower). As one [H, W, 7] array instead of seven planes, XLA
+        # makes the whole observation one fused kernel (it made 14 before the concatenation,
+        # each a separate pass; docs/benchmarks.md, "PyRat env step (issue 34 item 6)").
+        # Values equal the former `me * mud_me` and `full * score / ic`: 1 * v = v + 0 = v.
+        ys, xs = jnp.arange(h)[:, None, None], jnp.arange(w)[None, :, None]
+        f32 = jnp.float32
         ic = jnp.maximum(state.initial_cheese, 1.0)
+        zero, one, nowhere = f32(0), f32(1), jnp.int32(-1)
+        at_x = jnp.stack([mx, ox, mx, ox, nowhere, nowhere, nowhere])
+        at_y = jnp.stack([my, oy, my, oy, nowhere, nowhere, nowhere])
+        at = jnp.stack([one, one, mud_me.astype(f32), mud_op.astype(f32), zero, zero, zero])
+        everywhere = jnp.stack([zero, zero, zero, zero, score_me / ic, score_op / ic,
+                                state.step_count.astype(f32) / f32(self.max_episode_steps)])
+        block = jnp.where((ys == at_y) & (xs == at_x), at, zero) + everywhere
         # the maze's 8 planes are made unturned and turned afterwards: a rotated view sees
         # direction d as the board's (d + 2) % 4, a swap of plane pairs
         walls = (state.maze == 0).astype(jnp.float32)
@@ -259,9 +289,8 @@ class PyRat(Env):
         return jnp.concatenate([
             maze_planes,
             turn(state.cheese).astype(jnp.float32)[..., None],
-            jnp.stack([me, op, me * mud_me, op * mud_op, full * score_me / ic,
-                       full * score_op / ic, full * state.step_count / self.max_episode_steps,
-                       turn(near)], axis=-1),
+            block,
+            turn(near)[..., None],
         ], axis=-1)
 
     # ------------------------------------------------------------- search support
@@ -308,11 +337,14 @@ class PyRat(Env):
         return jax.lax.reduce(parts, jnp.uint32(0), jax.lax.bitwise_xor, (0,))
 
     def search_embedding(self, state: PyRatState) -> dict[str, Array]:
-        """The part of a state that changes during a game (what a search node stores)."""
+        """The part of a state that changes during a game (what a search node stores). The kept
+        distance field is in it (2 x 630 bytes on the default board, beside 315 of cheese): a
+        restored state's observation and next step then read it instead of recomputing it."""
         return dict(cheese=state.cheese, positions=state.positions, mud_turns=state.mud_turns,
                     scores=state.scores, step_count=state.step_count,
                     terminated=state.terminated, truncated=state.truncated,
-                    rewards=state.rewards)
+                    rewards=state.rewards, cheese_distance=state.cheese_distance,
+                    nearest_cheese=state.nearest_cheese)
 
     def search_restore(self, root: PyRatState, emb: dict[str, Array]) -> PyRatState:
         """A full state from the root's static part (maze) and a node's embedding."""
@@ -329,15 +361,17 @@ class PyRat(Env):
     # --------------------------------------------------------------- baselines
     def distance_to_cheese(self, state: PyRatState) -> Array:
         """int32[H, W]: turns from each cell to the nearest cheese, mud weighted (big if none).
-        Bellman-Ford in `lax.while_loop`, with one loop for a whole vmapped batch
-        (`envs._src.pyrat.maze.make_distance_to_cheese`)."""
+        Computed from `state.cheese` (any cheese, also one set by hand): Bellman-Ford in
+        `lax.while_loop`, with one loop for a whole vmapped batch
+        (`envs._src.pyrat.maze.make_distance_to_cheese`). The states the env makes carry the same
+        field (`state.cheese_distance`), which the observation and `greedy_actions` read."""
         return self._distance(state.maze, state.cheese)
 
     def greedy_actions(self, state: PyRatState) -> Array:
         """int32[2]: each rat takes a first step of a shortest (mud-weighted) path to the nearest
         cheese; ties go to the lowest action index; STAY when stuck in mud or no cheese is left.
         Jittable; vmap it for a batch."""
-        dist = self.distance_to_cheese(state)
+        dist = self._nearest.finish(state.cheese_distance)
         big = jnp.int32(1 << 20)
         x, y = state.positions[:, 0], state.positions[:, 1]
         cost = state.maze[y, x]  # [2, 4]

@@ -399,3 +399,66 @@ def test_batched_distance_rule_matches_each_game():
             np.testing.assert_array_equal(
                 shared_maze[i], _distances_numpy(np.asarray(states.maze[1]), np.asarray(cheese[i])))
         assert (batched[0] == 1 << 20).all()
+
+
+def _check_kept_field(env, state):
+    """The state's kept distance field is the plain Bellman-Ford field of its cheese, and each
+    cell's recorded cheese is a cheese at that distance."""
+    cost, cheese = np.asarray(state.maze), np.asarray(state.cheese)
+    expect = _distances_numpy(cost, cheese)
+    np.testing.assert_array_equal(np.asarray(env.distance_to_cheese(state)), expect)
+    np.testing.assert_array_equal(np.asarray(env._nearest.finish(state.cheese_distance)), expect)
+    near = np.asarray(state.nearest_cheese).reshape(-1)
+    reached = expect.reshape(-1) < 1 << 20
+    assert cheese.reshape(-1)[near[reached]].all()
+    for cell in np.unique(near[reached]):
+        one = np.zeros(cheese.size, bool)
+        one[cell] = True
+        to_cell = _distances_numpy(cost, one.reshape(cheese.shape)).reshape(-1)
+        mine = reached & (near == cell)
+        np.testing.assert_array_equal(to_cell[mine], expect.reshape(-1)[mine])
+
+
+def test_kept_distance_field_repaired_like_plain_bellman_ford():
+    """The distance field kept in the state (repaired where eaten cheese was nearest) equals a
+    plain Bellman-Ford of the cheese left, in random play (batched and one game at a time), and
+    after forced eating in 0, 3, 10 or all of 40 games (each path of the batched rule: none,
+    the gathered sizes 8 and 10, the whole batch); a fixed maze's field is made at construction."""
+    env = PyRat(width=7, height=5, cheese_count=9, mud_density=0.4, mud_range=4)
+    batch = 40
+    states = jax.vmap(env.init_state)(jax.random.split(jax.random.PRNGKey(11), batch))
+    step = jax.jit(jax.vmap(env.step))
+    one_step = jax.jit(env.step)
+    for t in range(24):
+        actions = jax.random.randint(jax.random.PRNGKey(100 + t), (batch, 2), 0, 5)
+        nxt = step(states, actions)
+        for i in range(0, batch, 7):
+            game = jax.tree_util.tree_map(lambda x: x[i], nxt)
+            _check_kept_field(env, game)
+            alone = one_step(jax.tree_util.tree_map(lambda x: x[i], states), actions[i])
+            for a, b in zip(jax.tree_util.tree_leaves(alone), jax.tree_util.tree_leaves(game)):
+                np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+        states = nxt
+    nc = env._nearest
+    repair = jax.jit(jax.vmap(nc.repair))
+    for eating in (0, 3, 10, batch):
+        rng = np.random.default_rng(eating)
+        cheese = np.asarray(states.cheese).reshape(batch, -1).copy()
+        eaten = np.full((batch, 2), -1, np.int32)
+        with_cheese = np.flatnonzero(cheese.any(axis=1))
+        for i in rng.permutation(with_cheese)[:eating]:
+            cells = np.flatnonzero(cheese[i])
+            take = rng.choice(cells, size=min(2, len(cells)), replace=False)
+            eaten[i, :len(take)] = take
+            cheese[i, take] = False
+        # the games that lose cells pick the path: none, 3 <= 8, 9..10, more than 10
+        assert ((eaten >= 0).any(axis=1).sum() > 10) if eating == batch else (
+            (eaten >= 0).any(axis=1).sum() == eating)
+        dist, near = repair(states.maze, states.cheese_distance, states.nearest_cheese,
+                            jnp.asarray(eaten))
+        after = states.replace(cheese=jnp.asarray(cheese.reshape(states.cheese.shape)),
+                               cheese_distance=dist, nearest_cheese=near)
+        for i in range(batch):
+            _check_kept_field(env, jax.tree_util.tree_map(lambda x: x[i], after))
+    fixed = PyRat(maze=MAZE_MUD)
+    _check_kept_field(fixed, fixed.init(jax.random.PRNGKey(0)))

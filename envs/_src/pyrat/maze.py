@@ -362,7 +362,7 @@ def make_distance_to_cheese(width: int, height: int, max_weight: int):
     The games lie along the minor axis ([cells, games]), so the four neighbour shifts are whole
     rows; distances are int16 when every finite one fits (the default boards: 2 bytes a cell
     instead of 4 halves the memory every round streams through). Both measured in
-    benchmarks/bench_pyrat_env.py: about 4x over the vmapped per-game loop at batch 64.
+    benchmarks/throughput/pyrat_env.py: about 4x over the vmapped per-game loop at batch 64.
     """
     n = width * height
     # int16 needs every finite distance (at most (n - 1) * max_weight) and two caps summed
@@ -415,3 +415,174 @@ def make_distance_to_cheese(width: int, height: int, max_weight: int):
         return jax.vmap(finish)(d.T), True
 
     return distance
+
+
+# ------------------------------------------------- the distance field kept in the state
+def distance_dtype(width: int, height: int, max_weight: int) -> tuple[Any, int]:
+    """(dtype, cap) of a distance field: int16 when every finite distance (at most
+    (n - 1) * max_weight) and two caps summed (a wall's weight plus an unreached neighbour) fit
+    below 2**15, else int32 with cap `BIG`. A cell at `cap` has no cheese reachable."""
+    n = width * height
+    if (n - 1) * max(max_weight, 1) < 16000:
+        return jnp.int16, 16000
+    return jnp.int32, BIG
+
+
+class NearestCheese:
+    """The mud-weighted distance from each cell to the nearest cheese, kept in the state and
+    repaired when cheese is eaten instead of recomputed for every observation.
+
+    Two fields per game, both [H, W]: `dist` (the distance, `cap` where no cheese is
+    reachable) and `near` (the flat index of a cheese at that distance). `fresh` builds them from
+    the cheese; `repair` updates them after cheese is eaten: a cell whose recorded cheese is still
+    there keeps its distance (removing cheese cannot bring any nearer, and that one still is at
+    `dist`), every other cell starts unreached and Bellman-Ford relaxation from its neighbours
+    settles it. Only the eaten cheese's region moves, in a few rounds, and games that ate nothing
+    start settled (where the time went: docs/benchmarks.md, "PyRat env step (issue 34 item 6)").
+
+    Relaxation is Jacobi rounds (each cell reads its neighbours' previous values; of equal
+    candidates the first direction in UP, RIGHT, DOWN, LEFT order wins, the held value over
+    any), until nothing changes. Under `vmap` the batched rule (`custom_vmap`) runs one loop for
+    the games that lost cells, stopping when none of them changed: a settled game's round
+    changes nothing, so each game gets what its own loop gives (a per-game stop condition under
+    `vmap` cost 10x the loop itself, same section). Those games are first gathered into the
+    smallest of a few fixed sizes that holds them (B/16 or B/4, at least 8; else the whole
+    batch): random play eats cheese in about 1 game in 60 per step, and the loop's cost grows
+    with the games it carries.
+    """
+
+    def __init__(self, width: int, height: int, max_weight: int) -> None:
+        self.width, self.height = width, height
+        self.n = n = width * height
+        self.dtype, self.cap = distance_dtype(width, height, max_weight)
+        self.index_dtype = jnp.int16 if n <= 32767 else jnp.int32
+        self.offsets = [int(DY[d]) * width + int(DX[d]) for d in range(4)]  # flat neighbours
+
+        @jax.custom_batching.custom_vmap
+        def settle(cost, dist, near, lost):
+            d, i = self._settle_batch(cost[None], dist.reshape(1, n), near.reshape(1, n),
+                                      lost.reshape(1, n))
+            return d.reshape(height, width), i.reshape(height, width)
+
+        @settle.def_vmap
+        def _batched(axis_size, in_batched, cost, dist, near, lost):
+            # (an unbatched constant may arrive as a Python scalar)
+            cost, dist, near, lost = (
+                x if b else jnp.broadcast_to(jnp.asarray(x), (axis_size,) + jnp.shape(x))
+                for x, b in zip((cost, dist, near, lost), in_batched))
+            d, i = self._settle_batch(cost, dist.reshape(axis_size, n),
+                                      near.reshape(axis_size, n), lost.reshape(axis_size, n))
+            shape = (axis_size, height, width)
+            return (d.reshape(shape), i.reshape(shape)), (True, True)
+
+        self._settle_fn = settle
+
+    def _weights(self, cost: jax.Array) -> jax.Array:
+        """[b, H, W, 4] -> [b, n, 4] in the distance dtype. A wall or the board edge weighs
+        `cap`: crossing it never beats an unreached cell, and it also stops the flat left/right
+        shifts from wrapping round to the next row."""
+        c = cost.reshape(cost.shape[0], self.n, 4)
+        return jnp.where(c > 0, c, self.cap).astype(self.dtype)
+
+    def _loop(self, cost, dist, near):
+        """cost [b, H, W, 4], dist and near [b, n] -> their fixed point (one loop for all b)."""
+        b, n = dist.shape
+        weights = self._weights(cost).transpose(2, 0, 1)  # [4, b, n]: each read contiguous
+        fill_d = jnp.full((b, self.width), self.cap, self.dtype)
+        fill_i = jnp.zeros((b, self.width), self.index_dtype)
+
+        def shifted(a, off, fill):  # out[:, i] = a[:, i + off], `fill` off the board
+            f = fill[:, :abs(off)]
+            return (jnp.concatenate([a[:, off:], f], 1) if off > 0
+                    else jnp.concatenate([f, a[:, :n + off]], 1))
+
+        def body(c):
+            d, i, _ = c
+            new, idx = d, i
+            for k in range(4):
+                cand = weights[k] + shifted(d, self.offsets[k], fill_d)
+                better = cand < new
+                new = jnp.where(better, cand, new)
+                idx = jnp.where(better, shifted(i, self.offsets[k], fill_i), idx)
+            return new, idx, jnp.any(new != d)
+
+        d, i, _ = jax.lax.while_loop(lambda c: c[2], body, (dist, near, jnp.array(True)))
+        return d, i
+
+    def _settle_batch(self, cost, dist, near, lost):
+        """[B, ...] games; `lost` bool[B, n] marks the cells restarted (their `dist` is `cap`
+        already). Games with no lost cell are settled and skip the loop; the others are gathered
+        into the smallest size that holds them (class docstring)."""
+        b = dist.shape[0]
+        changed = jnp.any(lost, axis=1)
+        count = jnp.sum(changed)
+        sizes = sorted({min(max(8, b // 16), b), min(max(8, b // 4), b)} - {b})
+
+        def none(_):
+            return dist, near
+
+        def full(_):
+            return self._loop(cost, dist, near)
+
+        def compact(k):
+            def run(_):
+                idx = jnp.nonzero(changed, size=k, fill_value=b)[0]  # b: padding, dropped
+                sub = jnp.take(cost, idx, axis=0, mode="clip")
+                d, i = self._loop(sub, jnp.take(dist, idx, axis=0, mode="clip"),
+                                  jnp.take(near, idx, axis=0, mode="clip"))
+                return (dist.at[idx].set(d, mode="drop"), near.at[idx].set(i, mode="drop"))
+            return run
+
+        branches = [none] + [compact(k) for k in sizes] + [full]
+        # 0 none, then the first size that holds count, else full (scalars: an array constant
+        # here becomes a constant of the custom_vmap call, which vmap of a lax.cond around the
+        # step then takes for a batched one and refuses)
+        which = sum((count > s).astype(jnp.int32) for s in [0] + sizes)
+        return jax.lax.switch(which, branches, None)
+
+    def fresh(self, cost: jax.Array, cheese: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """(dist, near) of `cheese` (bool[H, W]) in the maze `cost` (int32[H, W, 4])."""
+        dist = jnp.where(cheese, 0, self.cap).astype(self.dtype)
+        near = jnp.arange(self.n, dtype=self.index_dtype).reshape(self.height, self.width)
+        return self._settle_fn(cost, dist, near, jnp.ones(cheese.shape, bool))
+
+    def repair(self, cost: jax.Array, dist: jax.Array, near: jax.Array,
+               eaten: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """(dist, near) after the cheese at the flat cells `eaten` (int32[k], -1 for none) is
+        gone: the cells whose recorded cheese was eaten restart unreached."""
+        lost = jnp.any(near[..., None].astype(jnp.int32) == eaten, axis=-1)
+        dist = jnp.where(lost, self.cap, dist).astype(self.dtype)
+        return self._settle_fn(cost, dist, near, lost)
+
+    def fresh_numpy(self, cost: np.ndarray, cheese: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """`fresh` in numpy, the same rounds (for a fixed maze: made once, not at every init)."""
+        n, cap = self.n, self.cap
+        w = np.where(cost.reshape(n, 4) > 0, cost.reshape(n, 4), cap).astype(np.int64).T
+        d = np.where(cheese.reshape(n), 0, cap).astype(np.int64)
+        i = np.arange(n, dtype=np.int64)
+
+        def shifted(a, off, fill):
+            out = np.full_like(a, fill)
+            if off > 0:
+                out[:n - off] = a[off:]
+            else:
+                out[-off:] = a[:n + off]
+            return out
+
+        while True:
+            new, idx = d.copy(), i.copy()
+            for k in range(4):
+                cand = w[k] + shifted(d, self.offsets[k], cap)
+                better = cand < new
+                new = np.where(better, cand, new)
+                idx = np.where(better, shifted(i, self.offsets[k], 0), idx)
+            if (new == d).all():
+                break
+            d, i = new, idx
+        shape = (self.height, self.width)
+        return (d.astype(np.dtype(self.dtype)).reshape(shape),
+                i.astype(np.dtype(self.index_dtype)).reshape(shape))
+
+    def finish(self, dist: jax.Array) -> jax.Array:
+        """int32[H, W]: `dist` with `BIG` where no cheese is reachable (`distance_to_cheese`)."""
+        return jnp.where(dist >= self.cap, BIG, dist.astype(jnp.int32))
