@@ -72,7 +72,7 @@ QUICK = Sizes(
     search_plies=0,
     mcgs_batches=(8,), mcgs_sims=16,
     train_preset=("chess", "tiny"),
-    train_overrides={"num_envs": 8, "collect_steps": 4, "self_play_max_moves": 4,
+    train_overrides={"num_envs": 8, "collect_steps": 4, "max_self_play_steps": 4,
                      "batch_size": 32, "train_steps": 4, "replay_capacity": 64},
     train_sims=4, repeats=3)
 
@@ -82,7 +82,7 @@ FULL = Sizes(
     search_plies=6,
     mcgs_batches=(1, 64, 1024), mcgs_sims=64,
     train_preset=("chess", "large"),
-    train_overrides={"num_envs": 64, "collect_steps": 8, "self_play_max_moves": 8,
+    train_overrides={"num_envs": 64, "collect_steps": 8, "max_self_play_steps": 8,
                      "batch_size": 256, "train_steps": 16, "replay_capacity": 1024},
     train_sims=8, repeats=5)
 

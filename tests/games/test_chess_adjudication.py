@@ -85,8 +85,8 @@ def test_capped_self_play_targets_follow_the_material_and_only_then():
     assert replay.num_samples(buf) == 8
 
 
-def test_self_play_max_moves_cuts_games_before_the_env_cap_for_the_targets_only():
-    """`TrainConfig.self_play_max_moves` (collector `max_moves`): on a board whose own cap is
+def test_max_self_play_steps_cuts_games_before_the_env_cap_for_the_targets_only():
+    """`TrainConfig.max_self_play_steps` (collector `max_steps`): on a board whose own cap is
     far away, the games from the queen-up position are cut after 2 plies, adjudicated, and
     fresh games start; without it none ends in those 2 plies."""
     board = envs.make("chess", max_plies=100)
@@ -97,7 +97,7 @@ def test_self_play_max_moves_cuts_games_before_the_env_cap_for_the_targets_only(
         buf = algo.init_replay(4, 4, start)
         col2, buf, stats = collector_lib.collect(
             board, _uniform, None, col, buf, jax.random.PRNGKey(1), 2,
-            truncated_games=MaterialAdjudication(), max_moves=cap)
+            truncated_games=MaterialAdjudication(), max_steps=cap)
         finished[cap] = int(stats.episodes_finished)
         if cap == 2:
             np.testing.assert_array_equal(np.asarray(buf.returns[:, :2, 0]), 1.0)
@@ -115,5 +115,5 @@ def test_bad_adjudication_settings_raise():
     with pytest.raises(ValueError, match="truncated_games"):
         TrainConfig(game="chess", truncated_games="material")
     for bad in (0, -3, 2.5, True):
-        with pytest.raises(ValueError, match="self_play_max_moves"):
-            TrainConfig(game="chess", self_play_max_moves=bad)
+        with pytest.raises(ValueError, match="max_self_play_steps"):
+            TrainConfig(game="chess", max_self_play_steps=bad)

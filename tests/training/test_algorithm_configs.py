@@ -131,3 +131,22 @@ def test_a_run_stored_before_reads_into_the_algorithm():
     assert isinstance(config.search, TreeSearchConfig) and config.eval_search is None
     assert config.algorithm.acting == TemperatureSchedule(**{
         k: v for k, v in stored["temperature_schedule"].items() if k != "__dataclass__"})
+
+
+def test_a_renamed_field_reads_from_a_stored_run_and_names_its_new_name():
+    """`self_play_max_moves` became `max_self_play_steps` (the step limit's one name, issue 35):
+    a stored config reads into the new field; a keyword or `--set` with the old name is told the
+    new one."""
+    stored = {"__dataclass__": "turbozero.training.config:TrainConfig", "game": TTT,
+              "self_play_max_moves": 7}
+    assert config_from_json(stored).max_self_play_steps == 7
+    with open(os.path.join(FIXTURE, "turbozero_run.json"), encoding="utf-8") as f:
+        assert "self_play_max_moves" in json.load(f)["config"]  # the fixture keeps the old name
+    assert load_run_config(FIXTURE).max_self_play_steps is None
+    with pytest.raises(ValueError, match="self_play_max_moves is now max_self_play_steps"):
+        TrainConfig(game=TTT, self_play_max_moves=4)
+    base = get_preset(TTT, "tiny")
+    with pytest.raises(ValueError, match="self_play_max_moves is now max_self_play_steps"):
+        parse_overrides(base, ["self_play_max_moves=4"])
+    assert with_overrides(base, parse_overrides(base, ["max_self_play_steps=4"])
+                          ).max_self_play_steps == 4

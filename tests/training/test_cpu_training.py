@@ -105,8 +105,8 @@ def test_cpu_path_refuses_what_it_cannot_search():
     with pytest.raises(ValueError, match="truncated_games"):
         Trainer(get_preset("pgx/tic_tac_toe", "cpu", truncated_games=MaterialAdjudication(),
                            **SMALL))
-    with pytest.raises(ValueError, match="self_play_max_moves"):
-        Trainer(get_preset("pgx/tic_tac_toe", "cpu", self_play_max_moves=4, **SMALL))
+    with pytest.raises(ValueError, match="max_self_play_steps"):
+        Trainer(get_preset("pgx/tic_tac_toe", "cpu", max_self_play_steps=4, **SMALL))
     import dataclasses
 
     with pytest.raises(ValueError, match="at most two players"):

@@ -138,6 +138,6 @@ def test_trainer_runs_td_and_learns_from_finished_games(trainer):
 def test_td_refuses_what_it_cannot_do():
     with pytest.raises(ValueError, match="afterstates"):
         Trainer(TrainConfig(game="pgx/tic_tac_toe", search=TDConfig()))
-    with pytest.raises(ValueError, match="self_play_max_moves"):
-        Trainer(TrainConfig(game="backgammon", search=TDConfig(), self_play_max_moves=10,
+    with pytest.raises(ValueError, match="max_self_play_steps"):
+        Trainer(TrainConfig(game="backgammon", search=TDConfig(), max_self_play_steps=10,
                             network={"hidden_sizes": (8,)}))

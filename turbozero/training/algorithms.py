@@ -148,10 +148,10 @@ class Algorithm(abc.ABC):
         del schedule
 
     def check_truncated_games(self, truncated_games: Any,
-                              self_play_max_moves: Optional[int] = None) -> None:
+                              max_self_play_steps: Optional[int] = None) -> None:
         """ValueError if self-play cannot score cut games (`TrainConfig.truncated_games`) or
-        cut them early (`TrainConfig.self_play_max_moves`); the jitted collector can."""
-        del truncated_games, self_play_max_moves
+        cut them early (`TrainConfig.max_self_play_steps`); the jitted collector can."""
+        del truncated_games, max_self_play_steps
 
     @abc.abstractmethod
     def act(self, variables: Any, states: State, key: jax.Array) -> jax.Array:

@@ -61,7 +61,7 @@ def collect(
     risk: Optional[SelfPlayRisk] = None,
     iteration: Any = 0,
     truncated_games: Any = None,
-    max_moves: Optional[int] = None,
+    max_steps: Optional[int] = None,
 ) -> tuple[CollectorState, replay.ReplayBuffer, CollectStats]:
     """Play `num_steps` moves in every game (lax.scan), writing every position to `buffer`
     with its policy target, the action played and the search's root values.
@@ -73,7 +73,7 @@ def collect(
     `truncated_games` (`TrainConfig.truncated_games`): None scores a game cut by the env's cap
     by the env's rewards; an object with `rewards(env, states) -> float32[B, P]` adds those to
     the return of every game that was truncated (not terminated), for the targets only.
-    `max_moves` (`TrainConfig.self_play_max_moves`): a game not over after that many moves
+    `max_steps` (`TrainConfig.max_self_play_steps`): a game not over after that many env steps
     (`step_count`) is cut there as if the env had truncated it (scored as above) and a new one
     starts; None plays to the env's own end.
     """
@@ -106,8 +106,8 @@ def collect(
         nxt = jax.vmap(env.transition)(s, actions, jax.random.split(k_step, num_envs))
         ret = col.return_so_far + nxt.rewards
         truncated = nxt.truncated
-        if max_moves is not None:
-            truncated = truncated | (nxt.step_count >= max_moves)
+        if max_steps is not None:
+            truncated = truncated | (nxt.step_count >= max_steps)
         if truncated_games is not None:
             cut = truncated & ~nxt.terminated
             ret = ret + jnp.where(cut[:, None], truncated_games.rewards(env, nxt), 0.0)

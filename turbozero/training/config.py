@@ -49,11 +49,11 @@ class TrainConfig:
     # scores them (a game's adjudication, docs/training.md "One iteration"); evaluation is
     # never adjudicated
     truncated_games: Any = None
-    # cut self-play games after this many moves (the env state's step_count) as if the env
+    # cut self-play games after this many env steps (the state's step_count) as if the env
     # had truncated them there, scored by `truncated_games`; evaluation plays to the env's own
     # cap. Shorter self-play games give more finished games (value targets) per iteration.
     # None: to the env's end.
-    self_play_max_moves: Optional[int] = None
+    max_self_play_steps: Optional[int] = None
     # the optax chain: clipping, masked weight decay, update rule, learning-rate schedule
     # (trainer.Optimizer; any object with build(total_steps) and check(params))
     optimizer: Any = Optimizer()
@@ -91,11 +91,11 @@ class TrainConfig:
                 getattr(self.truncated_games, "rewards", None)):
             raise ValueError("truncated_games must be None or an object with rewards(env, "
                              f"states), got {self.truncated_games!r}")
-        if self.self_play_max_moves is not None and (
-                isinstance(self.self_play_max_moves, bool)
-                or not isinstance(self.self_play_max_moves, int) or self.self_play_max_moves < 1):
-            raise ValueError("self_play_max_moves must be None or an int >= 1, got "
-                             f"{self.self_play_max_moves!r}")
+        if self.max_self_play_steps is not None and (
+                isinstance(self.max_self_play_steps, bool)
+                or not isinstance(self.max_self_play_steps, int) or self.max_self_play_steps < 1):
+            raise ValueError("max_self_play_steps must be None or an int >= 1, got "
+                             f"{self.max_self_play_steps!r}")
         if not isinstance(self.donate_loop_state, bool):
             raise ValueError(f"donate_loop_state must be True or False, got "
                              f"{self.donate_loop_state!r}")
@@ -139,6 +139,11 @@ class TrainConfig:
 
 # the keywords TrainConfig took before `algorithm` (run directories store them)
 LEGACY_KEYWORDS = ("search", "eval_search", "temperature_schedule")
+# fields stored under an earlier name (old name -> name now): run_config.from_json reads a
+# stored run's config through it; a Python call with the old keyword is told the new one.
+# The step limit has one name, steps, as the env's step_count and max_episode_steps
+# (docs/architecture.md, "Glossary: one name per idea")
+RENAMED_FIELDS = {"self_play_max_moves": "max_self_play_steps"}
 _dataclass_init = TrainConfig.__init__
 
 
@@ -146,6 +151,9 @@ def _init(self, *args: Any, **kwargs: Any) -> None:
     # search=, eval_search=, temperature_schedule= update the algorithm given with them (or
     # the default one): so does dataclasses.replace(config, search=...), which passes the
     # current algorithm along
+    for old, new in RENAMED_FIELDS.items():
+        if old in kwargs:
+            raise ValueError(f"TrainConfig.{old} is now {new} (same meaning)")
     legacy = {k: kwargs.pop(k) for k in LEGACY_KEYWORDS if k in kwargs}
     if legacy:
         kwargs["algorithm"] = algorithm_with(kwargs.get("algorithm"), **legacy)
@@ -155,3 +163,4 @@ def _init(self, *args: Any, **kwargs: Any) -> None:
 _init.__doc__ = _dataclass_init.__doc__
 TrainConfig.__init__ = _init  # type: ignore[method-assign]
 TrainConfig.legacy_fields = LEGACY_KEYWORDS  # type: ignore[attr-defined]  # run_config reads it
+TrainConfig.renamed_fields = RENAMED_FIELDS  # type: ignore[attr-defined]  # run_config reads it

@@ -104,12 +104,12 @@ class CPUAlphaZero(AlphaZeroAlgorithm):
             self.schedule)
         return dataclasses.replace(cfg, seed=cfg.seed + int(iteration) * 7919)
 
-    def check_truncated_games(self, truncated_games, self_play_max_moves=None) -> None:
+    def check_truncated_games(self, truncated_games, max_self_play_steps=None) -> None:
         if truncated_games is not None:
             raise ValueError("TrainConfig.truncated_games is not wired into the CPU path (its "
                              "games end by the rules or by max_moves as a draw)")
-        if self_play_max_moves is not None:
-            raise ValueError("TrainConfig.self_play_max_moves: the CPU path cuts its games with "
+        if max_self_play_steps is not None:
+            raise ValueError("TrainConfig.max_self_play_steps: the CPU path cuts its games with "
                              "CPUSelfPlayConfig.max_moves instead")
 
     def check_risk(self, risk) -> None:

@@ -102,7 +102,7 @@ class Trainer:
             self.env, self.network.apply, self.spec.value_format)
         self.algorithm.check_risk(config.risk)
         self.algorithm.use_temperature_schedule(config.algorithm.acting)
-        self.algorithm.check_truncated_games(config.truncated_games, config.self_play_max_moves)
+        self.algorithm.check_truncated_games(config.truncated_games, config.max_self_play_steps)
         self.mesh = make_mesh() if mesh is None else mesh
         n_dev = self.mesh.devices.size
         for name in ("num_envs", "batch_size", "eval_games"):
@@ -214,7 +214,7 @@ class Trainer:
             col, buf, stats = play(
                 env, self.algorithm.self_play, self.variables(state.train_state),
                 state.collector, state.buffer, k, cfg.collect_steps, cfg.algorithm.acting,
-                cfg.risk, state.iteration, cfg.truncated_games, cfg.self_play_max_moves,
+                cfg.risk, state.iteration, cfg.truncated_games, cfg.max_self_play_steps,
             )
             return state.replace(collector=col, buffer=buf, key=key), stats
 

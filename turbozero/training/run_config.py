@@ -85,7 +85,8 @@ def from_json(data: Any, where: str = "config") -> Any:
         # a class may still take keywords it stored as fields before (TrainConfig's search)
         names = {f.name for f in dataclasses.fields(cls) if f.init} | set(
             getattr(cls, "legacy_fields", ()))
-        kwargs = {k: v for k, v in data.items() if k != DATACLASS_TAG}
+        renamed = getattr(cls, "renamed_fields", {})
+        kwargs = {renamed.get(k, k): v for k, v in data.items() if k != DATACLASS_TAG}
         unknown = sorted(set(kwargs) - names)
         if unknown:
             raise ValueError(f"{where}: {cls.__name__} has no field {unknown[0]!r} (stored by "
@@ -513,6 +514,10 @@ def parse_overrides(config: Any, pairs: Sequence[str]) -> dict[str, Any]:
         if top in LEGACY_KEYS and top not in names:
             # the keys of earlier versions: search.x is algorithm.search.x (docs/training.md)
             top, path = "algorithm", list(LEGACY_KEYS[top]) + path
+        renamed = getattr(type(config), "renamed_fields", {})
+        if top in renamed:
+            raise ValueError(f"--set {key}: {type(config).__name__}.{top} is now "
+                             f"{renamed[top]} (same meaning)")
         if top not in names:
             raise ValueError(f"--set {key}: {type(config).__name__} has no field {top!r}; "
                              f"its fields: {', '.join(names)}")

@@ -128,10 +128,10 @@ class AfterstateTD(Algorithm):
     def accepts_eval_search(cls, eval_search_config: Any) -> bool:
         return isinstance(eval_search_config, AfterstatePlayerConfig)
 
-    def check_truncated_games(self, truncated_games, self_play_max_moves=None) -> None:
-        if truncated_games is not None or self_play_max_moves is not None:
+    def check_truncated_games(self, truncated_games, max_self_play_steps=None) -> None:
+        if truncated_games is not None or max_self_play_steps is not None:
             raise ValueError("afterstate TD plays every game to its end: truncated_games and "
-                             "self_play_max_moves must be None")
+                             "max_self_play_steps must be None")
 
     # ------------------------------------------------------------------- acting
     def self_play_policy(self, variables, states, key):
@@ -193,10 +193,10 @@ class AfterstateTD(Algorithm):
 
     def collect_games(self, env, policy_fn, variables, collector, buffer: TDReplay, key,
                       num_steps, schedule=None, risk=None, iteration=0, truncated_games=None,
-                      max_moves=None):
+                      max_steps=None):
         """`num_steps` complete moves in every game (lax.scan), each afterstate written to the
         replay; the lambda-return targets are computed again over the whole replay after."""
-        del policy_fn, schedule, risk, iteration, truncated_games, max_moves
+        del policy_fn, schedule, risk, iteration, truncated_games, max_steps
         num_envs = collector.episode_id.shape[0]
 
         def one_turn(carry, k):

@@ -53,7 +53,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         _CHESS_TINY,
         network={"num_filters": 32, "num_blocks": 2, "value_hidden": 64},
         num_envs=128, collect_steps=20, train_steps=32, replay_capacity=128,
-        num_iterations=100, self_play_max_moves=40, truncated_games=MaterialScore(3.0),
+        num_iterations=100, max_self_play_steps=40, truncated_games=MaterialScore(3.0),
         algorithm=AlphaZero(
             search=TreeSearchConfig(num_simulations=16, selection=SpecPUCT(fpu_base=0.0),
                                     root=GumbelRoot(max_considered=8), discount=0.95),
