@@ -332,7 +332,7 @@ def training_section(report: Report, sizes: Sizes) -> None:
     from turbozero.presets import get_preset
     from turbozero.training import Trainer
     from turbozero.training.algorithms import tree_config
-    from turbozero.training.trainer import PerStepUpdates, ScanUpdates
+    from turbozero.training.updates import PerStepUpdates, ScanUpdates
 
     game, preset = sizes.train_preset
     overrides = {"eval_every": 0, "eval_opponents": (), "checkpoint_every": 0,

@@ -30,7 +30,7 @@ import jax
 
 from turbozero.presets import get_preset
 from turbozero.training import Trainer
-from turbozero.training import trainer as trainer_lib
+from turbozero.training import updates as updates_lib
 from turbozero.training.algorithms import tree_config
 
 # the repository root, for benchmarks.tools.timing
@@ -96,7 +96,7 @@ def main() -> None:
     # the same updates in one lax.scan (trainer.train), which the Trainer does not use on CPU:
     # on XLA:CPU convolution gradients inside a loop body run far slower (trainer.train's
     # docstring); timed alternately with the Trainer's own updates, on the state of the moment
-    scan = jax.jit(lambda ts, buf, key: trainer_lib.train(
+    scan = jax.jit(lambda ts, buf, key: updates_lib.train(
         ts, buf, key, loss_fn=trainer.algorithm.loss_fn, batch_size=cfg.batch_size,
         num_steps=cfg.train_steps, sample_fn=trainer.algorithm.sample)[1]["loss"])
     # nothing let through: the Trainer's train_fn unpacked its key split eagerly (one unstack

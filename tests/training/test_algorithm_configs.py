@@ -150,3 +150,23 @@ def test_a_renamed_field_reads_from_a_stored_run_and_names_its_new_name():
         parse_overrides(base, ["self_play_max_moves=4"])
     assert with_overrides(base, parse_overrides(base, ["max_self_play_steps=4"])
                           ).max_self_play_steps == 4
+
+
+def test_classes_stored_under_a_module_that_moved_still_read():
+    """Run directories name classes where they were when the run was made: the optimizer parts
+    in turbozero.training.trainer (now updates.py), chess adjudication in
+    turbozero.chess_adjudication (now turbozero.games.chess.adjudication); no shim module keeps
+    the old names (run_config.MOVED_MODULES)."""
+    from turbozero.games.chess.adjudication import MaterialScore
+    from turbozero.training.updates import Optimizer
+
+    with open(os.path.join(FIXTURE, "turbozero_run.json"), encoding="utf-8") as f:
+        assert json.load(f)["config"]["optimizer"]["__dataclass__"] == (
+            "turbozero.training.trainer:Optimizer")
+    assert isinstance(load_run_config(FIXTURE).optimizer, Optimizer)
+    stored = {"__dataclass__": "turbozero.training.config:TrainConfig", "game": "chess",
+              "truncated_games": {"__dataclass__": "turbozero.chess_adjudication:MaterialScore",
+                                  "scale": 3.0}}
+    assert config_from_json(stored).truncated_games == MaterialScore(3.0)
+    with pytest.raises(ValueError, match="does not exist"):
+        config_from_json({"__dataclass__": "turbozero.training.trainer:NoSuchPart"})

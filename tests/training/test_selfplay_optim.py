@@ -10,7 +10,7 @@ import pytest
 
 import envs
 from turbozero.networks import ResNet, WDLValue
-from turbozero.training.trainer import (
+from turbozero.training.updates import (
     SGD,
     ClipByGlobalNorm,
     ConstantRate,
@@ -22,7 +22,7 @@ from turbozero.presets import get_preset
 from turbozero.training import collector as collector_lib
 from turbozero.training import replay
 from turbozero.training.acting import TemperatureSchedule
-from turbozero.training.trainer import (
+from turbozero.training.updates import (
     PerStepUpdates, ScanUpdates, StepRunner, check_decay_mask, decay_mask, make_optimizer, train, train_step)
 from turbozero.training.types import Experience, TrainState
 
@@ -239,7 +239,7 @@ def test_updates_are_chosen_by_backend_unless_the_config_says():
     `TrainConfig.updates` overrides it, is checked, and is stored in a run's JSON."""
     from turbozero.training import TrainConfig
     from turbozero.training.run_config import config_from_json, config_to_json
-    from turbozero.training.trainer import updates_for_backend
+    from turbozero.training.updates import updates_for_backend
 
     assert updates_for_backend("cpu") == PerStepUpdates()
     assert updates_for_backend("gpu") == ScanUpdates()
@@ -251,7 +251,7 @@ def test_updates_are_chosen_by_backend_unless_the_config_says():
         TrainConfig(game="backgammon", updates="scan")
     from turbozero.training.run_config import parse_overrides, with_overrides
 
-    tag = '{"__dataclass__": "turbozero.training.trainer:ScanUpdates"}'
+    tag = '{"__dataclass__": "turbozero.training.updates:ScanUpdates"}'
     set_on_cli = with_overrides(cfg, parse_overrides(TrainConfig(game="backgammon"),
                                                      [f"updates={tag}"]))
     assert set_on_cli.updates == ScanUpdates()

@@ -16,7 +16,7 @@ from turbozero.training.algorithm_configs import (AlphaZero, algorithm_error, al
 from turbozero.training.risk import SelfPlayRisk
 from turbozero.training.stored_observations import ObservationPlanes, check_form
 from turbozero.training.stored_policies import DensePolicy, check_policy_form
-from turbozero.training.trainer import Optimizer, PerStepUpdates, ScanUpdates
+from turbozero.training.updates import Optimizer, PerStepUpdates, ScanUpdates
 from turbozero.validation import check_int
 
 # evaluation opponents every game has ("greedy": the algorithm's own network at one ply, or

@@ -36,7 +36,7 @@ from turbozero.training.metrics import MetricsWriter, TensorBoardWriter, require
 from turbozero.training.config import TrainConfig
 from turbozero.training.run_config import check_env_config, config_to_json
 from turbozero.compile_cache import enable_compilation_cache
-from turbozero.training.trainer import updates_for_backend
+from turbozero.training.updates import updates_for_backend
 from turbozero.training.types import TrainState
 
 # the opponent every game has; "greedy" comes from the algorithm (its own network at 1 ply) or,

@@ -35,6 +35,12 @@ DATACLASS_TAG = "__dataclass__"
 # stored class names are imported back only from these packages: a config file names code to
 # import, and a run directory should not be able to import anything else
 _OWN_PACKAGES = ("turbozero", "envs", "equity")
+# modules whose classes moved (old module -> module now): run directories written before name
+# the old place, and read through this (one module per class, no re-exporting shim)
+MOVED_MODULES = {
+    "turbozero.chess_adjudication": "turbozero.games.chess.adjudication",  # issue 35, item 1
+    "turbozero.training.trainer": "turbozero.training.updates",  # issue 35, item 4
+}
 
 
 # ------------------------------------------------------------------------------- JSON
@@ -62,6 +68,7 @@ def to_json(value: Any, where: str = "config") -> Any:
 
 def _import_class(name: str, source: str = "stored config") -> type:
     module, _, qualname = name.partition(":")
+    module = MOVED_MODULES.get(module, module)
     if not qualname or module.split(".")[0] not in _OWN_PACKAGES:
         raise ValueError(f"{source} names the class {name!r}, which is not one of "
                          f"turbozero's ({', '.join(_OWN_PACKAGES)})")

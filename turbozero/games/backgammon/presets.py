@@ -10,7 +10,7 @@ from turbozero.search.selection import SpecPUCT
 from turbozero.training.acting import TemperatureSchedule
 from turbozero.training.algorithm_configs import TD, AlphaZero
 from turbozero.training.td import TDConfig
-from turbozero.training.trainer import Optimizer
+from turbozero.training.updates import Optimizer
 
 # Backgammon counts checker moves (about 3 per turn) and gets its variety from the dice, so
 # it turns greedy after 20 of them (~7 turns); not tuned.

@@ -15,7 +15,7 @@ from turbozero.search.selection import SpecPUCT
 from turbozero.training.algorithm_configs import AlphaZero
 from turbozero.training.stored_observations import EnvStates
 from turbozero.training.stored_policies import LegalPolicy
-from turbozero.training.trainer import Optimizer
+from turbozero.training.updates import Optimizer
 
 # alphazero-chess search settings (docs/chess.md): c_puct 1.5, fpu_base 1.0, beta 0,
 # Dirichlet 0.3 / 0.25 over the legal moves, 800 simulations

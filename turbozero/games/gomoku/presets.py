@@ -10,7 +10,7 @@ from turbozero.search.selection import MctxPUCT
 from turbozero.training.acting import TemperatureSchedule
 from turbozero.training.algorithm_configs import MuZero
 from turbozero.training.muzero import MuZeroConfig
-from turbozero.training.trainer import Optimizer
+from turbozero.training.updates import Optimizer
 
 PRESETS: dict[str, dict[str, Any]] = {
     # 3-player Gumbel MuZero (docs/gomoku.md): 9x9, 4 in a row, a 9x9 view centred on the

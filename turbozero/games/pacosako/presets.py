@@ -9,7 +9,7 @@ from turbozero.search.kernel import TreeSearchConfig
 from turbozero.search.roots import GumbelRoot
 from turbozero.search.selection import SpecPUCT
 from turbozero.training.algorithm_configs import AlphaZero
-from turbozero.training.trainer import Optimizer
+from turbozero.training.updates import Optimizer
 
 PRESETS: dict[str, dict[str, Any]] = {
     # A 150-step cap with 32 games x 32 moves (commit 7c59cde) finished many more self-play

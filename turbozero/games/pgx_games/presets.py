@@ -9,7 +9,7 @@ from turbozero.search.cpu.selfplay import CPUSelfPlayConfig
 from turbozero.search.cpu.tree import CPUSearchConfig
 from turbozero.training.acting import TemperatureSchedule
 from turbozero.training.algorithm_configs import AlphaZero
-from turbozero.training.trainer import Optimizer
+from turbozero.training.updates import Optimizer
 
 PRESETS: dict[str, dict[str, Any]] = {
     "tiny": dict(

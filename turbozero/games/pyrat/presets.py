@@ -9,7 +9,7 @@ import dataclasses
 from turbozero.search.mcgs import MCGSConfig
 from turbozero.training.acting import TemperatureSchedule
 from turbozero.training.algorithm_configs import GraphSearch
-from turbozero.training.trainer import Optimizer
+from turbozero.training.updates import Optimizer
 
 _PYRAT_TINY = dict(
     env_config=(("width", 7), ("height", 7), ("cheese_count", 10), ("max_turns", 60)),
