@@ -37,6 +37,7 @@ using F32Vec = nb::ndarray<const float, nb::ndim<1>, nb::c_contig, nb::device::c
 using F32Mat = nb::ndarray<const float, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
 using F64Vec = nb::ndarray<const double, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 using BoolVec = nb::ndarray<const bool, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+using BoolMat = nb::ndarray<const bool, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
 using I32Out = nb::ndarray<int32_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 
 struct Batch {
@@ -296,6 +297,23 @@ class PyCoordinator {
                               wdl ? wdl->data() : nullptr);
   }
 
+  // legal bool[n, A], probs float32[n, A]: each row's legal ids in increasing order, at most k
+  void submit_dense_results(BoolMat legal, F32Mat probs, int32_t k, F32Vec value, I32Vec player,
+                            BoolVec terminal, std::optional<F32Mat> wdl) {
+    const size_t n = value.shape(0);
+    if (legal.shape(0) != n || probs.shape(0) != n || probs.shape(1) != legal.shape(1) ||
+        player.shape(0) != n || terminal.shape(0) != n ||
+        (wdl && (wdl->shape(0) != n || wdl->shape(1) != 3)))
+      throw std::invalid_argument("submit_dense_results: arrays of inconsistent shapes");
+    if (k < 0) throw std::invalid_argument("submit_dense_results: k must be >= 0");
+    static_assert(sizeof(bool) == 1, "the legal mask is read as bytes");
+    nb::gil_scoped_release release;
+    c_.queue().submit_dense_results(reinterpret_cast<const uint8_t*>(legal.data()), probs.data(),
+                                    static_cast<int32_t>(legal.shape(1)), k, value.data(),
+                                    player.data(), terminal.data(), static_cast<int32_t>(n),
+                                    wdl ? wdl->data() : nullptr);
+  }
+
   void stop() { c_.queue().stop(); }
 
   void join() {
@@ -404,6 +422,7 @@ NB_MODULE(_search_cpp, m) {
       .def_rw("max_blocks", &tz::CoordinatorConfig::max_blocks)
       .def_rw("slots_per_game", &tz::CoordinatorConfig::slots_per_game)
       .def_rw("queue_capacity", &tz::CoordinatorConfig::queue_capacity)
+      .def_rw("per_worker_batches", &tz::CoordinatorConfig::per_worker_batches)
       .def_rw("timeout_s", &tz::CoordinatorConfig::timeout_s)
       .def_rw("root_wait_s", &tz::CoordinatorConfig::root_wait_s)
       .def_rw("root_eval_retries", &tz::CoordinatorConfig::root_eval_retries)
@@ -450,6 +469,8 @@ NB_MODULE(_search_cpp, m) {
       .def("collect", &PyCoordinator::collect, "parent"_a, "action"_a, "dest"_a, "max_batch"_a, "timeout_s"_a)
       .def("submit_results", &PyCoordinator::submit_results, "actions"_a, "priors"_a, "value"_a,
            "player"_a, "terminal"_a, "wdl"_a = nb::none())
+      .def("submit_dense_results", &PyCoordinator::submit_dense_results, "legal"_a, "probs"_a, "k"_a,
+           "value"_a, "player"_a, "terminal"_a, "wdl"_a = nb::none())
       .def("stop", &PyCoordinator::stop)
       .def("join", &PyCoordinator::join)
       .def("records", &PyCoordinator::records)

@@ -38,6 +38,10 @@ struct CoordinatorConfig {
   size_t max_blocks = 64;
   int32_t slots_per_game = 1024;
   int32_t queue_capacity = 1024;
+  // each evaluator batch holds one worker's requests, taken without a stall wait: with two or
+  // more workers one worker's batch is evaluated while the others search (docs/cpu_search.md,
+  // "Overlapping groups of games")
+  bool per_worker_batches = false;
   double timeout_s = 300.0;
   // A round that carries a root evaluation waits root_wait_s for its results; a stalled wait
   // is retried up to root_eval_retries times (docs/cpu_search.md, "Evaluation queue and threads": the worker flushes its
@@ -115,7 +119,7 @@ struct CoordinatorStats {
 class Coordinator {
  public:
   explicit Coordinator(const CoordinatorConfig& cfg)
-      : cfg_(cfg), queue_((cfg.validate(), cfg.queue_capacity), cfg.num_workers) {
+      : cfg_(cfg), queue_((cfg.validate(), cfg.queue_capacity), cfg.num_workers, 1000, cfg.per_worker_batches) {
     games_.reserve(cfg.num_games);
     for (int32_t g = 0; g < cfg.num_games; ++g) {
       games_.push_back(std::make_unique<Game>(cfg_, g));
@@ -261,6 +265,7 @@ class Coordinator {
       failed_.store(true, std::memory_order_release);
       queue_.stop();
     }
+    queue_.retire(w);
     workers_done_.fetch_add(1, std::memory_order_acq_rel);
   }
 

@@ -358,6 +358,25 @@ def test_a_stalled_root_wait_is_retried_and_plays_the_same_games(game, pool_eval
                       key, pool_evaluator=stalled)
 
 
+def test_overlapping_groups_play_the_games_of_one_worker(game, pool_evaluator):
+    """overlap=True (docs/cpu_search.md, "Overlapping groups of games"): each batch holds one
+    worker's games and the other worker's batch is dispatched before the first one's results
+    are fetched; the search of each game is unchanged, so 2 overlapped workers play the games
+    of 1 worker without overlap, visit for visit (a game's seed does not depend on its
+    worker)."""
+    env, net, *_ = game
+    cfg = CPUSelfPlayConfig(search=CPUSearchConfig(), num_workers=1, num_games=4,
+                            num_simulations=24, leaves_per_step=2, temperature_moves=4,
+                            batch_tiers=(4, 8), seed=5)
+    key = jax.random.PRNGKey(3)
+    want = cpu_self_play(env, net, None, cfg, key, pool_evaluator=pool_evaluator)
+    got = cpu_self_play(env, net, None, dataclasses.replace(cfg, num_workers=2, overlap=True),
+                        key, pool_evaluator=pool_evaluator)
+    assert got.stats["batches"] > want.stats["batches"]  # one worker's games per batch
+    for field in ("game", "action", "policy", "root_value", "value"):
+        np.testing.assert_array_equal(getattr(got, field), getattr(want, field))
+
+
 @pytest.mark.parametrize("kwargs,field", [
     (dict(num_games=2.5), "num_games must be an integer >= 1"),
     (dict(num_simulations="8"), "num_simulations must be an integer"),
@@ -368,6 +387,7 @@ def test_a_stalled_root_wait_is_retried_and_plays_the_same_games(game, pool_eval
     (dict(root_eval_retries=-1), "root_eval_retries must be an integer >= 0"),
     (dict(batch_tiers=(4, 8.5)), "batch_tiers entry must be an integer"),
     (dict(slots_per_game=2**40), "slots_per_game must be an integer >= 2 and <= 2147483647"),
+    (dict(overlap=1), "overlap must be a bool"),
 ])
 def test_self_play_config_fields_are_checked_in_one_line(kwargs, field):
     # num_games=2.5 was a multi-line TypeError from the binding, at the first iteration

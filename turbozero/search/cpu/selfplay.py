@@ -12,6 +12,7 @@ The C++ threads never touch Python; `collect` releases the GIL while it waits.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import time
@@ -22,8 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from turbozero.search.cpu._ext import require_extension
-from turbozero.search.cpu.tree import NEW_GAME, NO_ACTION, CPUSearchConfig
-from turbozero.search.tree import pack_actions
+from turbozero.search.cpu.tree import NEW_GAME, CPUSearchConfig
 from turbozero.validation import check_int, check_real
 
 
@@ -54,6 +54,10 @@ class CPUSelfPlayConfig:
     seed: int = 0
     root_wait_s: float = 2.0
     root_eval_retries: int = 3
+    # each evaluator batch holds one worker's games, and up to num_workers batches are in the
+    # evaluator at once: with 2 workers one group of games searches while the other's batch is
+    # evaluated (docs/cpu_search.md, "Overlapping groups of games")
+    overlap: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.search, CPUSearchConfig):
@@ -77,6 +81,8 @@ class CPUSelfPlayConfig:
         check_real("temperature", self.temperature, minimum=0)
         check_real("timeout_s", self.timeout_s, above=0)
         check_real("root_wait_s", self.root_wait_s, above=0)
+        if not isinstance(self.overlap, bool):
+            raise ValueError(f"overlap must be a bool, got {self.overlap!r}")
         tiers = self.batch_tiers
         if not isinstance(tiers, (tuple, list)) or not tiers:
             raise ValueError(f"batch_tiers must be increasing sizes >= 1, got {tiers!r}")
@@ -117,6 +123,7 @@ class CPUSelfPlayConfig:
         c.slots_per_game = self.state_slots_per_game
         per_worker = -(-self.num_games // self.num_workers)
         c.queue_capacity = max(per_worker * self.leaves_per_step, self.batch_tiers[-1])
+        c.per_worker_batches = self.overlap
         c.timeout_s = float(self.timeout_s)
         c.root_wait_s = float(self.root_wait_s)
         c.root_eval_retries = self.root_eval_retries
@@ -126,10 +133,12 @@ class CPUSelfPlayConfig:
 
 
 class PoolOutput(NamedTuple):
-    """One evaluated batch (T: the tier size, K: env.max_legal_actions)."""
+    """One evaluated batch (T: the tier size, A: env.num_actions). The C++ queue takes each
+    row's legal ids in increasing order, at most `env.max_legal_actions` of them, with their
+    probabilities (`Coordinator.submit_dense_results`)."""
 
-    actions: jax.Array  # int32[T, K] legal actions in increasing order, NO_ACTION pads
-    priors: jax.Array  # float32[T, K] softmax of the logits over the legal actions
+    legal: jax.Array  # bool[T, A] the legal actions
+    probs: jax.Array  # float32[T, A] softmax of the logits over the legal actions (0 elsewhere)
     value: jax.Array  # float32[T] network value (terminal: the reward) for the player to move
     player: jax.Array  # int32[T]
     terminal: jax.Array  # bool[T]
@@ -159,7 +168,6 @@ def make_pool_evaluator(env, evaluator: Callable[..., tuple[jax.Array, jax.Array
     game's index, so a game can be replayed. Given `roots` (a batch of states without their
     observation, `evaluate(..., dest, roots)`), game g starts from `roots[g]` instead (the
     `cpu` search family, `turbozero.search.cpu.search`)."""
-    k = int(getattr(env, "max_legal_actions", env.num_actions))
     wdl_head = _wdl_head(evaluator, env)
 
     def evaluate(pool, params, parent, action, dest, roots=None):
@@ -201,15 +209,11 @@ def make_pool_evaluator(env, evaluator: Callable[..., tuple[jax.Array, jax.Array
             wdl = jnp.where(terminal[:, None], outcome, wdl)
         masked = jnp.where(legal, logits, -jnp.inf)
         probs = jax.nn.softmax(masked, axis=-1)
-        # the K legal actions of smallest id by a cumulative count and a scatter: measured 2.6 ms
-        # for 64 chess states where lax.top_k(k=218) over the 4,672 ids took 41.5 ms, more
-        # than the rest of the call (docs/benchmarks.md, "CPU search path")
-        actions = pack_actions(legal, k)
-        valid = actions != NO_ACTION
-        priors = jnp.where(valid, jnp.take_along_axis(probs, jnp.maximum(actions, 0), axis=1),
-                           0.0)
-        priors = jnp.nan_to_num(priors.astype(jnp.float32))  # terminal rows: no legal action
-        return pool, PoolOutput(actions, priors, value, player, terminal, wdl)
+        # dense rows: the C++ queue packs the legal ids (a scan of the mask), where packing them
+        # here (pack_actions and a gather) took a quarter of this call for chess
+        # (docs/benchmarks.md, "CPU search path")
+        probs = jnp.nan_to_num(probs.astype(jnp.float32))  # terminal rows: no legal action
+        return pool, PoolOutput(legal, probs, value, player, terminal, wdl)
 
     return jax.jit(evaluate, donate_argnums=(0,))
 
@@ -222,7 +226,7 @@ def make_state_pool(env, num_slots: int):
 @functools.lru_cache(maxsize=32)
 def _pool_builder(env, num_slots: int) -> Callable[[], Any]:
     """One jitted function per env and pool size: built eagerly, the pool was an init and a
-    `jnp.zeros` per state field on every call (36 eager ops for chess; benchmarks/timing.py
+    `jnp.zeros` per state field on every call (36 eager ops for chess; benchmarks/tools/timing.py
     refused them in a timed call)."""
     one = jax.eval_shape(env.init_state, jax.random.PRNGKey(0))
     return jax.jit(lambda: jax.tree_util.tree_map(
@@ -291,36 +295,49 @@ def run_coordinator(coord, env, evaluate, params, config: CPUSelfPlayConfig,
     parent = np.zeros(max_batch, np.int32)
     action = np.zeros(max_batch, np.int32)
     dest = np.zeros(max_batch, np.int32)
+    max_legal = int(getattr(env, "max_legal_actions", env.num_actions))
+    # with overlap, up to one batch per worker is dispatched (JAX runs it asynchronously)
+    # before the oldest one's results are fetched: one worker searches while another's batch
+    # is evaluated (docs/cpu_search.md, "Overlapping groups of games")
+    depth = config.num_workers if config.overlap else 1
+    awaiting = collections.deque()  # (rows, output) of dispatched batches, oldest first
     batches = 0
     start = time.perf_counter()
     last_progress = start
     coord.start()
     try:
         while not coord.finished():
+            # returns 0 at once when every worker waits for results of a batch in `awaiting`
             n = coord.collect(parent, action, dest, max_batch, 0.05)
             now = time.perf_counter()
-            if n == 0:
+            if n == 0 and not awaiting:
                 if now - last_progress > config.timeout_s:
                     raise TimeoutError(f"cpu_self_play: no request for {config.timeout_s} s")
                 continue
             last_progress = now
-            tier = next(t for t in tiers if t >= n)
-            pad = tier - n
-            # padding rows step the scratch slot into itself (not NEW_GAME: that would make
-            # every padded batch pay for env.init)
-            p = np.concatenate([parent[:n], np.full(pad, scratch, np.int32)])
-            a = np.concatenate([action[:n], np.zeros(pad, np.int32)])
-            d = np.concatenate([dest[:n], np.full(pad, scratch, np.int32)])
-            pool, out = (evaluate(pool, params, p, a, d) if roots is None
-                         else evaluate(pool, params, p, a, d, roots))
+            if n > 0:
+                tier = next(t for t in tiers if t >= n)
+                pad = tier - n
+                # padding rows step the scratch slot into itself (not NEW_GAME: that would
+                # make every padded batch pay for env.init)
+                p = np.concatenate([parent[:n], np.full(pad, scratch, np.int32)])
+                a = np.concatenate([action[:n], np.zeros(pad, np.int32)])
+                d = np.concatenate([dest[:n], np.full(pad, scratch, np.int32)])
+                pool, out = (evaluate(pool, params, p, a, d) if roots is None
+                             else evaluate(pool, params, p, a, d, roots))
+                awaiting.append((n, out))
+                batches += 1
+                if len(awaiting) < depth:
+                    continue
+            n, out = awaiting.popleft()
             out = jax.device_get(out)
-            coord.submit_results(np.ascontiguousarray(out.actions[:n]),
-                                 np.ascontiguousarray(out.priors[:n]),
-                                 np.ascontiguousarray(out.value[:n]),
-                                 np.ascontiguousarray(out.player[:n]),
-                                 np.ascontiguousarray(out.terminal[:n]),
-                                 None if out.wdl is None else np.ascontiguousarray(out.wdl[:n]))
-            batches += 1
+            coord.submit_dense_results(np.ascontiguousarray(out.legal[:n]),
+                                       np.ascontiguousarray(out.probs[:n]), max_legal,
+                                       np.ascontiguousarray(out.value[:n]),
+                                       np.ascontiguousarray(out.player[:n]),
+                                       np.ascontiguousarray(out.terminal[:n]),
+                                       None if out.wdl is None
+                                       else np.ascontiguousarray(out.wdl[:n]))
     except BaseException:
         coord.stop()
         try:
