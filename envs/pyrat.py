@@ -367,6 +367,12 @@ class PyRat(Env):
         field (`state.cheese_distance`), which the observation and `greedy_actions` read."""
         return self._distance(state.maze, state.cheese)
 
+    def set_cheese(self, state: PyRatState, cheese: Array) -> PyRatState:
+        """`state` with the cheese `cheese` (bool[H, W]) and its distance field remade (the one
+        kept in the state follows the cheese only through `step`). Jittable; vmap for a batch."""
+        dist, near = self._nearest.fresh(state.maze, cheese)
+        return state.replace(cheese=cheese, cheese_distance=dist, nearest_cheese=near)
+
     def greedy_actions(self, state: PyRatState) -> Array:
         """int32[2]: each rat takes a first step of a shortest (mud-weighted) path to the nearest
         cheese; ties go to the lowest action index; STAY when stuck in mud or no cheese is left.

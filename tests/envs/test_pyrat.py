@@ -462,3 +462,16 @@ def test_kept_distance_field_repaired_like_plain_bellman_ford():
             _check_kept_field(env, jax.tree_util.tree_map(lambda x: x[i], after))
     fixed = PyRat(maze=MAZE_MUD)
     _check_kept_field(fixed, fixed.init(jax.random.PRNGKey(0)))
+
+
+def test_set_cheese_remakes_the_kept_field():
+    """`set_cheese` gives a state whose kept field is its new cheese's (batched and not)."""
+    env = PyRat(width=7, height=5, cheese_count=9)
+    states = jax.vmap(env.init_state)(jax.random.split(jax.random.PRNGKey(3), 4))
+    keep = jax.random.bernoulli(jax.random.PRNGKey(4), 0.5, states.cheese.shape)
+    moved = jax.jit(jax.vmap(env.set_cheese))(states, states.cheese & keep)
+    for i in range(4):
+        game = jax.tree_util.tree_map(lambda x: x[i], moved)
+        _check_kept_field(env, game)
+        _check_kept_field(env, env.set_cheese(jax.tree_util.tree_map(lambda x: x[i], states),
+                                              game.cheese))
