@@ -475,3 +475,19 @@ def test_set_cheese_remakes_the_kept_field():
         _check_kept_field(env, game)
         _check_kept_field(env, env.set_cheese(jax.tree_util.tree_map(lambda x: x[i], states),
                                               game.cheese))
+
+
+def test_kept_distance_field_on_int32_boards():
+    """Boards whose distances may pass int16 (13x11, mud weights up to 127) keep the field in
+    int32 with the cap 1 << 20; the repair agrees with plain Bellman-Ford there too."""
+    env = PyRat(width=13, height=11, cheese_count=7, mud_density=0.5, mud_range=127)
+    assert env._nearest.dtype == jnp.int32 and env._nearest.cap == 1 << 20
+    batch = 6
+    states = jax.vmap(env.init_state)(jax.random.split(jax.random.PRNGKey(21), batch))
+    step = jax.jit(jax.vmap(env.step))
+    for t in range(30):
+        actions = jax.random.randint(jax.random.PRNGKey(200 + t), (batch, 2), 0, 5)
+        states = step(states, actions)
+        if t % 10 == 9:
+            for i in range(batch):
+                _check_kept_field(env, jax.tree_util.tree_map(lambda x: x[i], states))
