@@ -14,6 +14,7 @@ is the 8x8x122 tensor of docs/chess.md from `current_player`'s side.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Optional
 
@@ -141,6 +142,22 @@ def _fresh(board, color, castling, ep, halfmove, fullmove, max_plies):
 _fresh_jit = jax.jit(_fresh, static_argnames=("max_plies",))
 
 
+@functools.lru_cache(maxsize=None)
+def _start_state(max_plies: int) -> ChessState:
+    """The start position's state (no observation) as numpy arrays, from one compiled call;
+    computed concretely even when first asked for inside a trace."""
+    def start():
+        return _position(
+            *[jnp.asarray(x) for x in _parse_fen(START_FEN)],
+            jnp.zeros((HISTORY, 12, 2), jnp.uint32), jnp.zeros((HISTORY,), jnp.bool_),
+            jnp.zeros((HASH_HISTORY, 2), jnp.uint32), 0, max_plies,
+        )
+
+    with jax.ensure_compile_time_eval():
+        state = jax.jit(start)()
+    return jax.tree_util.tree_map(np.asarray, state)
+
+
 class Chess(Env):
     """Chess with every rule; `max_plies` (default 512, docs/chess.md) truncates the game."""
 
@@ -158,16 +175,16 @@ class Chess(Env):
         if isinstance(cap, bool) or int(cap) < 1:
             raise ValueError(f"chess: max_episode_steps (max_plies) must be >= 1, got {cap}")
         self.max_plies = int(cap)
-        self._start = _parse_fen(START_FEN)
         self._step_jit = None
 
     def _init(self, key) -> ChessState:
         del key  # the start position is fixed
-        return _position(
-            *[jnp.asarray(x) for x in self._start],
-            jnp.zeros((HISTORY, 12, 2), jnp.uint32), jnp.zeros((HISTORY,), jnp.bool_),
-            jnp.zeros((HASH_HISTORY, 2), jnp.uint32), 0, self.max_plies,
-        )
+        # constants, computed once per process and ply cap: traced, the start position's
+        # move generation was traced, batched and lowered again by every function that starts
+        # games (the Trainer's state, the collector's restarts): about 2 of a warm
+        # `turbozero train chess` start's 19 CPU seconds (docs/benchmarks.md, "Start-up and
+        # compile time")
+        return jax.tree_util.tree_map(jnp.asarray, _start_state(self.max_plies))
 
     def _step(self, state: ChessState, action, key) -> ChessState:
         del key
