@@ -15,7 +15,9 @@ selfplay: positions/s and simulations/s of self-play at equal simulations and ne
     per move. Whole calls of both sides, alternately, by `timing.time_compiled` (warm-up
     first; a timed call that compiles or runs JAX ops un-jitted raises): an un-jitted
     `jax.vmap(env.init)` inside the JAX side's timed call once made the C++ path look 2.7-3.6x
-    faster than it is (docs/benchmarks.md, "Fair timing").
+    faster than it is (docs/benchmarks.md, "Fair timing"). Timed with them: the evaluator floor
+    (the first CPU configuration's evaluator calls replayed without the tree), and with
+    --overlap the overlapped configuration (CPUSelfPlayConfig.overlap) of each worker count >= 2.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from turbozero.search.cpu.selfplay import (
     CPUSelfPlayConfig, cpu_self_play, make_pool_evaluator, make_state_pool)
 # the repository root, for benchmarks.tools.timing
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-from benchmarks.tools.timing import time_compiled  # noqa: E402
+from benchmarks.tools.timing import time_compiled, with_cpu_time  # noqa: E402
 
 TINY = {"num_filters": 8, "num_blocks": 1}
 
@@ -124,22 +126,34 @@ def evaluator_cost(game, tiers, repeats):
         print(f"| {t} | {sec * 1e3:.1f} | {sec / t * 1e6:.0f} |")
 
 
-def selfplay(game, games, sims, moves, workers_list, leaves, tiers, repeats):
+def selfplay(game, games, sims, moves, workers_list, leaves, tiers, repeats, overlap=False):
     """Whole self-play calls of both paths timed alternately (benchmarks/tools/timing.py: warm-up
     first, then only compiled code in the timed calls), median seconds per call. The CPU path's
     call also replays its games for training samples (`cpu_self_play`'s last step); its
-    "search loop" column is the coordinator's own clock around the search alone."""
+    "search loop" column is the coordinator's own clock around the search alone. `overlap`:
+    each worker count >= 2 also with `CPUSelfPlayConfig.overlap`. The evaluator floor is the
+    pool evaluator alone on the batches one call of the first CPU configuration made, replayed
+    in order (each with its results fetched), timed alternately with the rest: the CPU path's
+    time without the tree, the queue and the Python loop (docs/cpu_search.md, "When to use
+    it"). CPU seconds: the process's CPU time per call (median), steadier than the wall time
+    under other jobs' load."""
     env, evaluator, variables = _network(game)
     key = jax.random.PRNGKey(3)
     fns = {f"all-JAX kernel (L={leaves})": _jax_selfplay(env, evaluator, variables, games,
                                                           sims, moves, leaves)}
     pool_eval = make_pool_evaluator(env, evaluator, key)
     loop_seconds = {}
+    configs = []
     for w in workers_list:
-        cfg = CPUSelfPlayConfig(search=CPUSearchConfig(), num_workers=w, num_games=games,
-                                num_simulations=sims, leaves_per_step=leaves, max_moves=moves,
-                                batch_tiers=tuple(tiers), seed=w)
-        name = f"CPU path (L={leaves}), {w} worker{'s' if w > 1 else ''}"
+        for ov in ((False, True) if overlap and w >= 2 else (False,)):
+            cfg = CPUSelfPlayConfig(search=CPUSearchConfig(), num_workers=w, num_games=games,
+                                    num_simulations=sims, leaves_per_step=leaves,
+                                    max_moves=moves, batch_tiers=tuple(tiers), seed=w,
+                                    overlap=ov)
+            name = (f"CPU path (L={leaves}), {w} worker{'s' if w > 1 else ''}"
+                    f"{', overlapped' if ov else ''}")
+            configs.append((name, cfg))
+    for name, cfg in configs:
         loop_seconds[name] = []
 
         def run(cfg=cfg, name=name):
@@ -148,24 +162,48 @@ def selfplay(game, games, sims, moves, workers_list, leaves, tiers, repeats):
             assert out.stats["moves"] == games * moves, out.stats  # every game played out
             return out.policy
         fns[name] = run
+    # the floor: the evaluator calls of one call of the first configuration, replayed
+    batches = []
+
+    def recording(pool, params, parent, action, dest):
+        batches.append((parent.copy(), action.copy(), dest.copy()))
+        return pool_eval(pool, params, parent, action, dest)
+    first = configs[0][1]
+    cpu_self_play(env, evaluator, variables, first, key, pool_evaluator=recording)
+    num_slots = first.num_games * first.state_slots_per_game + 1
+
+    def floor():
+        pool = make_state_pool(env, num_slots)
+        out = None
+        for parent, action, dest in batches:
+            pool, out = pool_eval(pool, variables, parent, action, dest)
+            out = jax.device_get(out)
+        return out
+    fns[f"evaluator floor ({len(batches)} batches of {configs[0][0]} replayed)"] = floor
+    cpu = {name: [] for name in fns}
+    fns = {name: with_cpu_time(fn, cpu[name]) for name, fn in fns.items()}
     # two warm-up rounds: with 2 workers the batch sizes vary between calls, and every tier
     # must be compiled before the clock runs
     # whole calls, nothing let through: the CPU path's state pool is jitted since 2026-11-27
     # (it was 36 eager ops per call, allowed by name before)
+    load = os.getloadavg()[0]
     t = time_compiled(fns, repeats=repeats, warmup=2)
     n = games * moves
     base = t[next(iter(fns))].median
+    floor_s = t[next(reversed(t))].median
     print(f"{game}, {games} games x {moves} moves, {sims} simulations per move, median of "
-          f"{repeats} alternating whole calls ({jax.devices()[0].platform})")
-    print("| path | seconds per call | positions/s | sims/s | speed vs kernel | "
-          "search loop s |")
-    print("| --- | --- | --- | --- | --- | --- |")
+          f"{repeats} alternating whole calls ({jax.devices()[0].platform}; load "
+          f"{load:.1f} before, {os.getloadavg()[0]:.1f} after)")
+    print("| path | seconds per call | CPU seconds | positions/s | sims/s | speed vs kernel | "
+          "search loop s | floor / this |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for name, timing in t.items():
         sec = timing.median
         loop = (f"{np.median(loop_seconds[name][-repeats:]):.2f}" if name in loop_seconds
                 else "-")
-        print(f"| {name} | {sec:.2f} | {n / sec:.1f} | {n * sims / sec:.0f} | "
-              f"{base / sec:.2f}x | {loop} |")
+        share = f"{floor_s / sec:.2f}" if name in loop_seconds else "-"
+        print(f"| {name} | {sec:.2f} | {np.median(cpu[name][-repeats:]):.2f} | "
+              f"{n / sec:.1f} | {n * sims / sec:.0f} | {base / sec:.2f}x | {loop} | {share} |")
 
 
 def main():
@@ -183,6 +221,8 @@ def main():
     s.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     s.add_argument("--tiers", type=int, nargs="+", default=[32, 64])
     s.add_argument("--repeats", type=int, default=3)
+    s.add_argument("--overlap", action="store_true",
+                   help="each worker count >= 2 also with CPUSelfPlayConfig.overlap")
     e = sub.add_parser("evaluator")
     e.add_argument("--game", default="chess")
     e.add_argument("--tiers", type=int, nargs="+", default=[16, 64])
@@ -195,7 +235,8 @@ def main():
     elif a.cmd == "evaluator":
         evaluator_cost(a.game, a.tiers, a.repeats)
     else:
-        selfplay(a.game, a.games, a.sims, a.moves, a.workers, a.leaves, a.tiers, a.repeats)
+        selfplay(a.game, a.games, a.sims, a.moves, a.workers, a.leaves, a.tiers, a.repeats,
+                 a.overlap)
 
 
 if __name__ == "__main__":
