@@ -26,12 +26,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib.util
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 
 import jax
@@ -47,6 +44,7 @@ from mcgs_reference import (ReferenceMCGS, det_eval_jax,  # noqa: E402
 from turbozero.search import mcgs as mcgs_module  # noqa: E402
 from turbozero.search.mcgs import MCGSConfig, make_mcgs_fn, uniform_eval_fn  # noqa: E402
 
+from benchmarks.tools.revisions import module_at_revision  # noqa: E402
 from benchmarks.tools.timing import time_compiled, with_cpu_time  # noqa: E402
 
 
@@ -107,15 +105,7 @@ def speed(sims, quick):
 def load_reference(rev: str):
     """turbozero/search/mcgs.py at git revision `rev`, loaded as a separate module. (Its import
     registers its own "graph" family; the current module's is registered again afterwards.)"""
-    src = subprocess.run(["git", "show", f"{rev}:turbozero/search/mcgs.py"], cwd=ROOT,
-                         check=True, capture_output=True, text=True).stdout
-    path = os.path.join(tempfile.mkdtemp(), "mcgs_reference.py")
-    with open(path, "w") as f:
-        f.write(src)
-    spec = importlib.util.spec_from_file_location("mcgs_reference", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is made
-    spec.loader.exec_module(module)
+    module = module_at_revision(rev, "turbozero/search/mcgs.py", "mcgs_at_revision")
     from turbozero.search.api import register_family
     register_family("graph", mcgs_module.MCGSConfig, mcgs_module._run)
     return module

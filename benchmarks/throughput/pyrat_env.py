@@ -22,12 +22,9 @@ Feeds docs/benchmarks.md, "PyRat env step".
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 
 import jax
 import numpy as np
@@ -36,6 +33,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, ROOT)
 
 import envs  # noqa: E402
+from benchmarks.tools.revisions import module_at_revision  # noqa: E402
 from benchmarks.tools.timing import time_compiled  # noqa: E402
 
 # the last commit whose envs/pyrat.py computes the nearness plane with the per-step
@@ -46,16 +44,7 @@ BEFORE = "fe5f485"
 def load_reference(rev: str):
     """The `PyRat` class of envs/pyrat.py at git revision `rev`, loaded as a separate module
     (it imports the current `envs.core` and `envs._src.pyrat.maze`)."""
-    src = subprocess.run(["git", "show", f"{rev}:envs/pyrat.py"], cwd=ROOT, check=True,
-                         capture_output=True, text=True).stdout
-    path = os.path.join(tempfile.mkdtemp(), "pyrat_reference.py")
-    with open(path, "w") as f:
-        f.write(src)
-    spec = importlib.util.spec_from_file_location("pyrat_reference", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is made
-    spec.loader.exec_module(module)
-    return module.PyRat
+    return module_at_revision(rev, "envs/pyrat.py", "pyrat_reference").PyRat
 
 
 def mid_game_states(env, batch: int, warm_steps: int, seed: int = 0):
