@@ -145,7 +145,8 @@ _fresh_jit = jax.jit(_fresh, static_argnames=("max_plies",))
 @functools.lru_cache(maxsize=None)
 def _start_state(max_plies: int) -> ChessState:
     """The start position's state (no observation) as numpy arrays, from one compiled call;
-    computed concretely even when first asked for inside a trace."""
+    computed concretely even when first asked for inside a trace (an ahead-of-time compiled
+    call runs there; `ensure_compile_time_eval` would have run the rules op by op)."""
     def start():
         return _position(
             *[jnp.asarray(x) for x in _parse_fen(START_FEN)],
@@ -153,8 +154,7 @@ def _start_state(max_plies: int) -> ChessState:
             jnp.zeros((HASH_HISTORY, 2), jnp.uint32), 0, max_plies,
         )
 
-    with jax.ensure_compile_time_eval():
-        state = jax.jit(start)()
+    state = jax.jit(start).lower().compile()()
     return jax.tree_util.tree_map(np.asarray, state)
 
 

@@ -188,16 +188,13 @@ class Trainer:
             return LoopState(train_state=train_state, collector=col, buffer=buffer, key=k_loop,
                              iteration=jnp.zeros((), jnp.int32))
 
-        # one jitted call: run eagerly, the network's init, the optimizer's and the replay's
-        # were hundreds of small dispatches, each compiled on a cold start and traced again on
-        # a warm one (docs/benchmarks.md, "Start-up and compile time"). Traced once: the
-        # shapes checked below come from the same trace (a separate `eval_shape` traced the
-        # whole build a second time)
-        traced = jax.jit(build).trace(cfg.seed)
         # checked on shapes first: a bad decay mask is refused before anything is computed
         if hasattr(cfg.optimizer, "check"):
-            cfg.optimizer.check(traced.out_info.train_state.params)
-        return self._place(traced.lower().compile()(cfg.seed))
+            cfg.optimizer.check(jax.eval_shape(build, cfg.seed).train_state.params)
+        # one jitted call: run eagerly, the network's init, the optimizer's and the replay's
+        # were hundreds of small dispatches, each compiled on a cold start and traced again on
+        # a warm one (docs/benchmarks.md, "Start-up and compile time")
+        return self._place(jax.jit(build)(cfg.seed))
 
     @staticmethod
     def variables(train_state: TrainState) -> dict:
