@@ -415,7 +415,7 @@ NB_MODULE(_search_cpp, m) {
       .def_rw("num_games", &tz::CoordinatorConfig::num_games)
       .def_rw("num_simulations", &tz::CoordinatorConfig::num_simulations)
       .def_rw("leaves_per_step", &tz::CoordinatorConfig::leaves_per_step)
-      .def_rw("max_moves", &tz::CoordinatorConfig::max_moves)
+      .def_rw("max_steps", &tz::CoordinatorConfig::max_steps)
       .def_rw("temperature", &tz::CoordinatorConfig::temperature)
       .def_rw("temperature_moves", &tz::CoordinatorConfig::temperature_moves)
       .def_rw("nodes_per_block", &tz::CoordinatorConfig::nodes_per_block)

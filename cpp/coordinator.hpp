@@ -31,7 +31,7 @@ struct CoordinatorConfig {
   int32_t num_games = 1;
   int32_t num_simulations = 64;
   int32_t leaves_per_step = 1;
-  int32_t max_moves = 512;
+  int32_t max_steps = 512;
   double temperature = 1.0;
   int32_t temperature_moves = 30;
   size_t nodes_per_block = 16384;
@@ -66,7 +66,7 @@ struct CoordinatorConfig {
     if (num_games < 1) throw std::invalid_argument("num_games must be >= 1");
     if (num_simulations < 1) throw std::invalid_argument("num_simulations must be >= 1");
     if (leaves_per_step < 1) throw std::invalid_argument("leaves_per_step must be >= 1");
-    if (max_moves < 1) throw std::invalid_argument("max_moves must be >= 1");
+    if (max_steps < 1) throw std::invalid_argument("max_steps must be >= 1");
     if (!(temperature >= 0) || !std::isfinite(temperature))
       throw std::invalid_argument("temperature must be finite and >= 0");
     if (temperature_moves < 0) throw std::invalid_argument("temperature_moves must be >= 0");
@@ -98,7 +98,7 @@ struct MoveRecord {
 struct GameRecord {
   std::vector<MoveRecord> moves;
   bool terminated = false;  // the game ended by its rules
-  bool truncated = false;   // cut by max_moves (a draw)
+  bool truncated = false;   // cut by max_steps (a draw)
   int32_t final_player = 0;    // mover at the terminal node
   double final_value = 0.0;    // terminal value for final_player (0 when truncated)
   // z of a move: its player's outcome
@@ -320,7 +320,7 @@ class Coordinator {
       game->record.final_player = child->player;
       game->record.final_value = child->terminal_value;
       game->done = true;
-    } else if (static_cast<int32_t>(game->record.moves.size()) >= cfg_.max_moves) {
+    } else if (static_cast<int32_t>(game->record.moves.size()) >= cfg_.max_steps) {
       game->record.truncated = true;
       game->done = true;
     } else if (!child->has(kExpanded)) {

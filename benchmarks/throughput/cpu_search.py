@@ -148,7 +148,7 @@ def selfplay(game, games, sims, moves, workers_list, leaves, tiers, repeats, ove
         for ov in ((False, True) if overlap and w >= 2 else (False,)):
             cfg = CPUSelfPlayConfig(search=CPUSearchConfig(), num_workers=w, num_games=games,
                                     num_simulations=sims, leaves_per_step=leaves,
-                                    max_moves=moves, batch_tiers=tuple(tiers), seed=w,
+                                    max_steps=moves, batch_tiers=tuple(tiers), seed=w,
                                     overlap=ov)
             name = (f"CPU path (L={leaves}), {w} worker{'s' if w > 1 else ''}"
                     f"{', overlapped' if ov else ''}")

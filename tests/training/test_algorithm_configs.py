@@ -170,3 +170,14 @@ def test_classes_stored_under_a_module_that_moved_still_read():
     assert config_from_json(stored).truncated_games == MaterialScore(3.0)
     with pytest.raises(ValueError, match="does not exist"):
         config_from_json({"__dataclass__": "turbozero.training.trainer:NoSuchPart"})
+
+
+def test_the_cpu_self_play_step_limit_has_the_one_name():
+    """CPUSelfPlayConfig.max_moves became max_steps (issue 35): stored, it reads into the new
+    field; as a keyword it is told the new name."""
+    from turbozero.training.run_config import from_json
+
+    stored = {"__dataclass__": "turbozero.search.cpu.selfplay:CPUSelfPlayConfig", "max_moves": 9}
+    assert from_json(stored) == CPUSelfPlayConfig(max_steps=9)
+    with pytest.raises(ValueError, match="CPUSelfPlayConfig.max_moves is now max_steps"):
+        CPUSelfPlayConfig(max_moves=9)

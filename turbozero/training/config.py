@@ -17,7 +17,7 @@ from turbozero.training.risk import SelfPlayRisk
 from turbozero.training.stored_observations import ObservationPlanes, check_form
 from turbozero.training.stored_policies import DensePolicy, check_policy_form
 from turbozero.training.updates import Optimizer, PerStepUpdates, ScanUpdates
-from turbozero.validation import check_int
+from turbozero.validation import check_int, renamed_fields
 
 # evaluation opponents every game has ("greedy": the algorithm's own network at one ply, or
 # the game's registered greedy player)
@@ -139,11 +139,6 @@ class TrainConfig:
 
 # the keywords TrainConfig took before `algorithm` (run directories store them)
 LEGACY_KEYWORDS = ("search", "eval_search", "temperature_schedule")
-# fields stored under an earlier name (old name -> name now): run_config.from_json reads a
-# stored run's config through it; a Python call with the old keyword is told the new one.
-# The step limit has one name, steps, as the env's step_count and max_episode_steps
-# (docs/architecture.md, "Glossary: one name per idea")
-RENAMED_FIELDS = {"self_play_max_moves": "max_self_play_steps"}
 _dataclass_init = TrainConfig.__init__
 
 
@@ -151,9 +146,6 @@ def _init(self, *args: Any, **kwargs: Any) -> None:
     # search=, eval_search=, temperature_schedule= update the algorithm given with them (or
     # the default one): so does dataclasses.replace(config, search=...), which passes the
     # current algorithm along
-    for old, new in RENAMED_FIELDS.items():
-        if old in kwargs:
-            raise ValueError(f"TrainConfig.{old} is now {new} (same meaning)")
     legacy = {k: kwargs.pop(k) for k in LEGACY_KEYWORDS if k in kwargs}
     if legacy:
         kwargs["algorithm"] = algorithm_with(kwargs.get("algorithm"), **legacy)
@@ -163,4 +155,6 @@ def _init(self, *args: Any, **kwargs: Any) -> None:
 _init.__doc__ = _dataclass_init.__doc__
 TrainConfig.__init__ = _init  # type: ignore[method-assign]
 TrainConfig.legacy_fields = LEGACY_KEYWORDS  # type: ignore[attr-defined]  # run_config reads it
-TrainConfig.renamed_fields = RENAMED_FIELDS  # type: ignore[attr-defined]  # run_config reads it
+# the step limit has one name, steps, as the env's step_count and max_episode_steps
+# (docs/architecture.md, "Glossary: one name per idea"); run directories store the old name
+renamed_fields(self_play_max_moves="max_self_play_steps")(TrainConfig)

@@ -107,10 +107,10 @@ class CPUAlphaZero(AlphaZeroAlgorithm):
     def check_truncated_games(self, truncated_games, max_self_play_steps=None) -> None:
         if truncated_games is not None:
             raise ValueError("TrainConfig.truncated_games is not wired into the CPU path (its "
-                             "games end by the rules or by max_moves as a draw)")
+                             "games end by the rules or by max_steps as a draw)")
         if max_self_play_steps is not None:
             raise ValueError("TrainConfig.max_self_play_steps: the CPU path cuts its games with "
-                             "CPUSelfPlayConfig.max_moves instead")
+                             "CPUSelfPlayConfig.max_steps instead")
 
     def check_risk(self, risk) -> None:
         """Per-seat risk is searched by the C++ tree (seat betas per game); the evaluation

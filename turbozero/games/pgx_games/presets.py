@@ -29,7 +29,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         # the C++ games act by the algorithm's acting, as the jitted collector's do
         algorithm=AlphaZero(
             search=CPUSelfPlayConfig(search=CPUSearchConfig(fpu_base=0.0), num_workers=2,
-                                     num_games=16, num_simulations=16, max_moves=9,
+                                     num_games=16, num_simulations=16, max_steps=9,
                                      batch_tiers=(4, 16)),
             acting=TemperatureSchedule(temperature=1.0, moves=4)),
         max_eval_steps=9, eval_opponents=("random",),

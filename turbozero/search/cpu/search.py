@@ -111,7 +111,7 @@ def cpu_search(env, evaluator, variables, states, key: jax.Array, config: CPUSea
         play = CPUSelfPlayConfig(
             search=config, num_workers=1, num_games=int(live.size),
             num_simulations=config.num_simulations, leaves_per_step=config.leaves_per_step,
-            max_moves=1, temperature=config.temperature, temperature_moves=0,
+            max_steps=1, temperature=config.temperature, temperature_moves=0,
             # no subtree is kept: the root and one state per simulation
             slots_per_game=config.num_simulations + config.leaves_per_step + 1,
             batch_tiers=(int(live.size) * config.leaves_per_step,), seed=seed)

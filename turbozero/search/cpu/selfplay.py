@@ -24,15 +24,17 @@ import numpy as np
 
 from turbozero.search.cpu._ext import require_extension
 from turbozero.search.cpu.tree import NEW_GAME, CPUSearchConfig
-from turbozero.validation import check_int, check_real
+from turbozero.validation import check_int, check_real, renamed_fields
 
 
+# max_steps was max_moves (run directories store that name): the step limit has one name
+@renamed_fields(max_moves="max_steps")
 @dataclasses.dataclass(frozen=True)
 class CPUSelfPlayConfig:
     """num_games games at once, game g on worker g % num_workers; num_simulations new
     simulations per move (the played child's subtree is kept), leaves_per_step leaves per game
     per round (virtual loss between them); temperature for the first temperature_moves moves
-    then the most visited move; max_moves cuts a game (a draw). batch_tiers: the compiled
+    then the most visited move; max_steps cuts a game (a draw). batch_tiers: the compiled
     batch sizes (the largest is the most requests one evaluator call takes). A worker round
     that carries a root evaluation waits root_wait_s for it and retries a stalled wait
     root_eval_retries times (docs/cpu_search.md, "Evaluation queue and threads") before a last wait of timeout_s;
@@ -43,7 +45,7 @@ class CPUSelfPlayConfig:
     num_games: int = 8
     num_simulations: int = 64
     leaves_per_step: int = 1
-    max_moves: int = 512
+    max_steps: int = 512
     temperature: float = 1.0
     temperature_moves: int = 30
     nodes_per_block: int = 16384
@@ -72,7 +74,7 @@ class CPUSelfPlayConfig:
         # the C++ fields are int32: a larger count would wrap in the binding
         int32 = 2**31 - 1
         for name in ("num_workers", "num_games", "num_simulations", "leaves_per_step",
-                     "max_moves", "nodes_per_block", "max_blocks"):
+                     "max_steps", "nodes_per_block", "max_blocks"):
             check_int(name, getattr(self, name), minimum=1, maximum=int32)
         check_int("temperature_moves", self.temperature_moves, minimum=0, maximum=int32)
         check_int("slots_per_game", self.slots_per_game, minimum=2, maximum=int32, optional=True)
@@ -115,7 +117,7 @@ class CPUSelfPlayConfig:
         c.num_games = self.num_games
         c.num_simulations = self.num_simulations
         c.leaves_per_step = self.leaves_per_step
-        c.max_moves = self.max_moves
+        c.max_steps = self.max_steps
         c.temperature = float(self.temperature)
         c.temperature_moves = self.temperature_moves
         c.nodes_per_block = self.nodes_per_block
@@ -245,7 +247,7 @@ class SelfPlayGames(NamedTuple):
     player: np.ndarray  # int32[N]
     action: np.ndarray  # int32[N] the action played
     game: np.ndarray  # int32[N] game index
-    terminated: np.ndarray  # bool[G] ended by the rules (False: cut by max_moves)
+    terminated: np.ndarray  # bool[G] ended by the rules (False: cut by max_steps)
     # float32[N, 3] the search's root WDL average for the player to move (zeros without a WDL
     # head) and float32[N] its LogSumExp soft value at the search's beta (0 at beta 0), as the
     # JAX kernel's `root_wdl` / `risk_value` (docs/chess.md, "Stored per move")
@@ -367,7 +369,7 @@ def cpu_self_play(env, evaluator, params, config: CPUSelfPlayConfig, key: jax.Ar
     batches = run_coordinator(coord, env, evaluate, params, config)
     seconds = time.perf_counter() - start
     stats = dict(coord.stats(), batches=batches, seconds=seconds)
-    return _samples(env, coord.records(), key, stats, config.max_moves, form)
+    return _samples(env, coord.records(), key, stats, config.max_steps, form)
 
 
 @functools.lru_cache(maxsize=8)
@@ -393,13 +395,13 @@ def _replayer(env, num_games: int, num_moves: int, form):
     return jax.jit(run)
 
 
-def _samples(env, records: list, key, stats: dict, max_moves: int, form=None) -> SelfPlayGames:
+def _samples(env, records: list, key, stats: dict, max_steps: int, form=None) -> SelfPlayGames:
     """Replay the games from their seeds to get the observation and legal mask at every
-    searched root: one jitted scan over all games (padded to `max_moves`, so every call has one
+    searched root: one jitted scan over all games (padded to `max_steps`, so every call has one
     shape), where replaying move by move from Python took 60% of an iteration (measured,
     docs/benchmarks.md, "CPU path in training")."""
     num_games = len(records)
-    actions = np.zeros((num_games, max_moves), np.int32)
+    actions = np.zeros((num_games, max_steps), np.int32)
     pol, val, ply, act, gid, index, wdl, soft, root = [], [], [], [], [], [], [], [], []
     for g, rec in enumerate(records):
         for j, m in enumerate(rec["moves"]):
@@ -418,7 +420,7 @@ def _samples(env, records: list, key, stats: dict, max_moves: int, form=None) ->
             soft.append(m["soft_value"])
             root.append(m["root_value"])
     obs, legal = jax.device_get(
-        _replayer(env, num_games, max_moves, form)(key, jnp.asarray(actions)))
+        _replayer(env, num_games, max_steps, form)(key, jnp.asarray(actions)))
     rows, cols = (np.asarray([i[0] for i in index], np.int64),
                   np.asarray([i[1] for i in index], np.int64))
     return SelfPlayGames(
