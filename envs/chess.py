@@ -181,8 +181,8 @@ class Chess(Env):
         del key  # the start position is fixed
         # constants, computed once per process and ply cap: traced, the start position's
         # move generation was traced, batched and lowered again by every function that starts
-        # games (the Trainer's state, the collector's restarts): about 2 of a warm
-        # `turbozero train chess` start's 19 CPU seconds (docs/benchmarks.md, "Start-up and
+        # games (the Trainer's state, the collector's restarts): 1-1.5 of a warm
+        # `turbozero train chess` start's 14-17 CPU seconds (docs/benchmarks.md, "Start-up and
         # compile time")
         return jax.tree_util.tree_map(jnp.asarray, _start_state(self.max_plies))
 
