@@ -156,7 +156,7 @@ def test_classes_stored_under_a_module_that_moved_still_read():
     """Run directories name classes where they were when the run was made: the optimizer parts
     in turbozero.training.trainer (now updates.py), chess adjudication in
     turbozero.chess_adjudication (now turbozero.games.chess.adjudication); no shim module keeps
-    the old names (run_config.MOVED_MODULES)."""
+    the old names (run_config.MOVED_MODULES, with each game's from its package)."""
     from turbozero.games.chess.adjudication import MaterialScore
     from turbozero.training.updates import Optimizer
 

@@ -20,10 +20,18 @@ GAMES: dict[str, GameSpec] = {
 }
 
 
+# game modules whose classes moved (old module -> module now), from each game's package: stored
+# run directories name the old place (turbozero.training.run_config reads them through this)
+MOVED_MODULES: dict[str, str] = {
+    old: new for package in (backgammon, chess, gomoku, pacosako, pgx_games, pyrat)
+    for old, new in getattr(package, "MOVED_MODULES", {}).items()
+}
+
+
 def game_spec(name: str) -> GameSpec:
     if name not in GAMES:
         raise ValueError(f"no training set-up for game {name!r}; known: {', '.join(sorted(GAMES))}")
     return GAMES[name]
 
 
-__all__ = ["GAMES", "GameSpec", "Opponent", "build_network", "game_spec"]
+__all__ = ["GAMES", "MOVED_MODULES", "GameSpec", "Opponent", "build_network", "game_spec"]

@@ -29,6 +29,7 @@ import types
 import typing
 from typing import Any, Sequence
 
+from turbozero.games import MOVED_MODULES as GAME_MODULES_MOVED
 from turbozero.training.config import TrainConfig
 
 DATACLASS_TAG = "__dataclass__"
@@ -36,10 +37,11 @@ DATACLASS_TAG = "__dataclass__"
 # import, and a run directory should not be able to import anything else
 _OWN_PACKAGES = ("turbozero", "envs", "equity")
 # modules whose classes moved (old module -> module now): run directories written before name
-# the old place, and read through this (one module per class, no re-exporting shim)
+# the old place, and read through this (one module per class, no re-exporting shim); a game's
+# own moved modules come from its package (turbozero.games.MOVED_MODULES)
 MOVED_MODULES = {
-    "turbozero.chess_adjudication": "turbozero.games.chess.adjudication",  # issue 35, item 1
     "turbozero.training.trainer": "turbozero.training.updates",  # issue 35, item 4
+    **GAME_MODULES_MOVED,
 }
 
 
