@@ -10,7 +10,7 @@ each leaf counts once.
 The loop runs on the whole batch, one level per iteration, until every walk has passed its
 root; a finished walk scatters out of range. It is not a `while_loop` vmapped over trees: with
 a per-tree condition, vmap selects every carried array between old and new on every iteration,
-which on CPU cost more than the scatter-adds (docs/benchmarks.md, "Paco Ŝako: the kernel
+which on CPU cost more than the scatter-adds (docs/benchmarks.md, "The tree kernel
 against its model floor"). Only the statistics it adds to travel in the loop's carry.
 """
 

@@ -136,7 +136,7 @@ def _pack_children(action: jax.Array, index: jax.Array, prior: jax.Array) -> jax
     On CPU, XLA splits every gather from or scatter into an array of more than 512 KB over
     two threads (its cost model counts the whole operand as read); at batch 64 each [B, N, K]
     array is 1 MB, and the handoffs cost far more than the reads. Packed, a selection step
-    makes one such gather instead of three (docs/benchmarks.md, "Paco Ŝako: the kernel against
+    makes one such gather instead of three (docs/benchmarks.md, "The tree kernel against
     its model floor")."""
     return jnp.stack([action, index, jax.lax.bitcast_convert_type(prior, jnp.int32)], axis=-1)
 
@@ -198,7 +198,7 @@ def _select_leaves(
     Written on the batch, not vmapped over trees: a vmapped `while_loop` whose condition
     differs per tree selects every carried array between old and new on every iteration, and
     on CPU those copies and selects cost more than the walk itself (docs/benchmarks.md,
-    "Paco Ŝako: the kernel against its model floor"). Here a finished walk keeps its node by
+    "The tree kernel against its model floor"). Here a finished walk keeps its node by
     one `where` on int32[B] and adds no virtual loss; the arrays a walk only reads stay out of
     the loop's carry."""
     sel, root = config.selection, config.root
@@ -375,9 +375,9 @@ def _simulate(model, params, tree: Tree, key: jax.Array, extra: RootExtra,
     rows = jnp.broadcast_to(jnp.arange(b)[:, None], (b, num_l))  # [B, L]
     # Inside the loop the nodes' embeddings are one byte array uint8[B, N, S] (the leaves of a
     # state side by side, bit for bit): one gather of the parents and one scatter of the
-    # children per step instead of one per leaf (a Paco Ŝako state has 20 leaves). On CPU each
+    # children per step instead of one per leaf (a state may have 20 leaves). On CPU each
     # gather or scatter on a large array is split over threads, and those handoffs cost more
-    # than the copies (docs/benchmarks.md, "Paco Ŝako: the kernel against its model floor").
+    # than the copies (docs/benchmarks.md, "The tree kernel against its model floor").
     layout = _byte_layout(tree.embedding, 2)
     if layout is not None:
         tree = tree._replace(embedding=_to_bytes(tree.embedding, 2))

@@ -12,8 +12,8 @@ an array here. In short, per game (the batch is a vmap over games):
   traced;
 * the transposition lookup reads the node table itself: the child's key is compared with the
   keys of all nodes in use at once (a vectorised compare of C keys, no probing loop), and a hit
-  is confirmed on the exact key fields of the matching node (PyRat: positions, cheese, mud, turn,
-  scores, end flag), never on the hash alone.
+  is confirmed on the exact fields of the matching node (`env.same_position`), never on the
+  hash alone.
 
 One simulation = one playout per game: a descent (decoupled PUCT with Option D marginal Q and the
 FPU offset, `turbozero.search.fpu.first_play_urgency`; exploration scaled by

@@ -166,7 +166,7 @@ def masked_argmax(scores: jax.Array, valid: jax.Array) -> jax.Array:
 
     Written as a max, then one min over slot numbers (NaN slots first, then the slots equal to
     the max): two plain reductions, which XLA's CPU backend runs about 3x faster than the
-    (value, index) pair reduction of `jnp.argmax` (docs/benchmarks.md, "Paco Ŝako: the kernel
+    (value, index) pair reduction of `jnp.argmax` (docs/benchmarks.md, "The tree kernel
     against its model floor")."""
     masked = jnp.where(valid, scores, -jnp.inf)
     k = masked.shape[-1]

@@ -107,7 +107,7 @@ def pack_actions(keep: jax.Array, width: int) -> jax.Array:
     m, a = keep.shape
     # slot of each kept action: a running count, as a log-depth scan of adds (`jnp.cumsum`
     # lowers to a reduce-window on CPU, O(A^2) per row: most of an expansion's time for
-    # thousands of action ids; docs/benchmarks.md, "Paco Ŝako: the kernel against its model
+    # thousands of action ids; docs/benchmarks.md, "The tree kernel against its model
     # floor"). Integer adds, so the counts are exact either way.
     pos = jax.lax.associative_scan(jnp.add, keep.astype(jnp.int32), axis=-1) - 1  # [M, A]
     slot = jnp.where(keep & (pos < width), pos, width)  # width: dropped

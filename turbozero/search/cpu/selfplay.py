@@ -212,7 +212,8 @@ def make_pool_evaluator(env, evaluator: Callable[..., tuple[jax.Array, jax.Array
         masked = jnp.where(legal, logits, -jnp.inf)
         probs = jax.nn.softmax(masked, axis=-1)
         # dense rows: the C++ queue packs the legal ids (a scan of the mask), where packing them
-        # here (pack_actions and a gather) took a quarter of this call for chess
+        # here (pack_actions and a gather) took a quarter of this call for a game with
+        # thousands of action ids
         # (docs/benchmarks.md, "CPU search path")
         probs = jnp.nan_to_num(probs.astype(jnp.float32))  # terminal rows: no legal action
         return pool, PoolOutput(legal, probs, value, player, terminal, wdl)
@@ -228,8 +229,8 @@ def make_state_pool(env, num_slots: int):
 @functools.lru_cache(maxsize=32)
 def _pool_builder(env, num_slots: int) -> Callable[[], Any]:
     """One jitted function per env and pool size: built eagerly, the pool was an init and a
-    `jnp.zeros` per state field on every call (36 eager ops for chess; benchmarks/tools/timing.py
-    refused them in a timed call)."""
+    `jnp.zeros` per state field on every call (dozens of eager ops per call, which
+    benchmarks/tools/timing.py refused in a timed call)."""
     one = jax.eval_shape(env.init_state, jax.random.PRNGKey(0))
     return jax.jit(lambda: jax.tree_util.tree_map(
         lambda x: jnp.zeros((num_slots,) + x.shape, x.dtype), one))
