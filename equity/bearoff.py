@@ -5,7 +5,7 @@
     is_bo, v = jax.jit(bearoff_value)(table, board)  # board int32[..., 28], mover on roll
     # v float32[..., 4] = [win, gam_win_cond, gam_loss_cond, bg_rate] for the mover
 
-Boards are the env's layout (`envs/_src/backgammon/rules.py`): int32[28] seen from the mover,
+Boards are the env's layout (`envs/backgammon/rules.py`): int32[28] seen from the mover,
 `board[0..23]` the mover's points 1..24 (mover's checkers positive, opponent's negative),
 `board[24]` the mover's bar, `board[25]` the opponent's bar (<= 0), `board[26]` / `board[27]`
 the checkers borne off (mover >= 0, opponent <= 0).

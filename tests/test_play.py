@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from envs import backgammon as bg
-from envs._src.backgammon.moves_text import MOVE_TEXT
+from envs.backgammon.moves_text import MOVE_TEXT
 from turbozero import cli
 from turbozero.play import _agent_turn, _human_turn, load_agent, play_game
 from turbozero.presets import get_preset

@@ -41,7 +41,7 @@ def main() -> None:
     import gnubg
     import gnubg_nn
 
-    from envs._src.backgammon import gnubg_bridge, notation, rules
+    from envs.backgammon import gnubg_bridge, notation, rules
     from turbozero.search.afterstate import AfterstatePlayerConfig, choose_afterstates
     from turbozero.search.api import NetworkEvaluator
     from turbozero.training import Trainer

@@ -21,7 +21,7 @@ import time
 import jax
 import jax.numpy as jnp
 
-from envs._src.chess.material import observation_lead
+from envs.chess.material import observation_lead
 from turbozero.cli import enable_compilation_cache
 from turbozero.presets import get_preset
 from turbozero.search import search

@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from envs._src.chess.material import material
+from envs.chess.material import material
 from turbozero.cli import enable_compilation_cache
 from turbozero.training import Trainer
 from turbozero.training.checkpoints import load_checkpoint, restore_network

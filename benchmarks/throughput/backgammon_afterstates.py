@@ -95,7 +95,7 @@ def speed(args) -> None:
     import gnubg_nn
 
     import envs
-    from envs._src.backgammon import notation, rules
+    from envs.backgammon import notation, rules
 
     env = envs.make("backgammon")
     positions = played_positions(args.games)

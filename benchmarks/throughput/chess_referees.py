@@ -32,9 +32,9 @@ import jax  # noqa: E402
 
 import envs  # noqa: E402
 from envs import chess as ec  # noqa: E402
-from envs._src.chess import material as mat  # noqa: E402
-from envs._src.chess.encode import encode_batch, states_from_fens  # noqa: E402
-from envs._src.chess.pychess import random_fens as _random_fens  # noqa: E402
+from envs.chess import material as mat  # noqa: E402
+from envs.chess.encode import encode_batch, states_from_fens  # noqa: E402
+from envs.chess.pychess import random_fens as _random_fens  # noqa: E402
 from benchmarks.tools.timing import time_compiled  # noqa: E402
 
 
@@ -88,7 +88,7 @@ def main() -> None:
     # part of what a caller pays): let that eager slice through and say how many ops it was
     times = time_compiled({"encode_batch": lambda: encode_batch(fens),
                            "from_fen": one_at_a_time}, repeats=args.repeats,
-                          allow_eager_in={"encode_batch": ["envs/_src/chess/encode.py:_first"]})
+                          allow_eager_in={"encode_batch": ["envs/chess/encode.py:_first"]})
     t, t_one = times["encode_batch"].median, times["from_fen"].median / len(few)
     eager = times["encode_batch"].allowed_eager_per_call
     print(f"encode_batch, {args.fens} FENs: {t * 1e3:.0f} ms ({args.fens / t:.0f} FENs/s"

@@ -35,18 +35,15 @@ a 9x9 one where games end, absorb and hit the step cap).
 Timing: `benchmarks/tools/timing.py`'s `time_compiled` calls every side once per repeat, in
 alternating order, after one warm-up call each, and refuses a timed JAX call that compiles or
 runs JAX eagerly; the numpy side is plain host code timed by the same perf_counter. `--ref
-REV` also times the env as it was at git revision REV (its envs/gomoku.py and
-envs/_src/gomoku/, loaded as a separate package; BEFORE below is the env before this work).
+REV` also times the env as it was at git revision REV (its envs/gomoku package,
+loaded as a separate package; BEFORE below is the env before this work).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
-import subprocess
 import sys
-import tempfile
 from typing import Optional
 
 import jax
@@ -59,6 +56,7 @@ sys.path.insert(0, ROOT)
 import envs  # noqa: E402
 from envs.gomoku import DEFAULT_REWARDS_BY_PLACE  # noqa: E402
 from envs.sampling import uniform_legal_action  # noqa: E402
+from benchmarks.tools.revisions import game_at_revision  # noqa: E402
 from benchmarks.tools.timing import time_compiled  # noqa: E402
 
 # the env before issue 34 item 9 (board-wide thumbnail, per-cell window gathers, whole-state
@@ -73,7 +71,7 @@ STATE_FIELDS = ("board", "current_player", "rewards", "terminated", "truncated",
 
 class NumpyGomoku:
     """A batch of gomoku games in numpy arrays, updated in place and vectorised over the batch:
-    the rules of envs/gomoku.py (docs/gomoku.md), its state fields under the same names."""
+    the rules of envs/gomoku (docs/gomoku.md), its state fields under the same names."""
 
     def __init__(self, size: int, win_length: int, num_players: int, view: int, batch: int,
                  max_episode_steps: Optional[int] = None, rewards_by_place=None):
@@ -335,21 +333,9 @@ def check_numpy_matches(env, batch: int, steps: int, seed: int = 0) -> None:
 
 
 def load_reference(rev: str):
-    """The `Gomoku` class of envs/gomoku.py at git revision `rev`, with its envs/_src/gomoku/
-    of that revision, loaded as a separate package (it shares the current `envs.core`)."""
-    root = tempfile.mkdtemp()
-    package = f"gomoku_ref_{rev}"
-    os.makedirs(os.path.join(root, package))
-    files = subprocess.run(["git", "ls-tree", "--name-only", rev, "envs/_src/gomoku/"], cwd=ROOT,
-                           check=True, capture_output=True, text=True).stdout.split()
-    for path in files + ["envs/gomoku.py"]:
-        src = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=ROOT, check=True,
-                             capture_output=True, text=True).stdout
-        name = "env.py" if path == "envs/gomoku.py" else os.path.basename(path)
-        with open(os.path.join(root, package, name), "w") as f:
-            f.write(src.replace("envs._src.gomoku", package))
-    sys.path.insert(0, root)
-    return importlib.import_module(f"{package}.env").Gomoku
+    """The `Gomoku` class of envs/gomoku/ at git revision `rev`, with the rest of that
+    package as of `rev`, loaded as a separate package (it shares the current `envs.core`)."""
+    return game_at_revision(rev, "gomoku").Gomoku
 
 
 def record(env, batch: int, warm: int, steps: int, seed: int = 0) -> np.ndarray:

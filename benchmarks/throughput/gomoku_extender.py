@@ -1,4 +1,4 @@
-"""Speed of the gomoku line-extender baseline (envs/_src/gomoku/extender.py).
+"""Speed of the gomoku line-extender baseline (envs/gomoku/extender.py).
 
     python benchmarks/throughput/gomoku_extender.py [--configs 9,4,9 15,5,15] [--players 2 3]
                                                [--batch 64] [--steps 32] [--repeats 5]
@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 import jax  # noqa: E402
 
 import envs  # noqa: E402
-from envs._src.gomoku.extender import line_extender  # noqa: E402
+from envs.gomoku.extender import line_extender  # noqa: E402
 from envs.sampling import uniform_legal_action  # noqa: E402
 from benchmarks.tools.timing import time_compiled, with_cpu_time  # noqa: E402
 

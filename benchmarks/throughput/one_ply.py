@@ -21,8 +21,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
-from envs._src.chess.encode import states_from_fens  # noqa: E402
-from envs._src.chess.pychess import random_fens  # noqa: E402
+from envs.chess.encode import states_from_fens  # noqa: E402
+from envs.chess.pychess import random_fens  # noqa: E402
 from turbozero.presets import get_preset  # noqa: E402
 from turbozero.search import one_ply_search  # noqa: E402
 from turbozero.training import Trainer  # noqa: E402

@@ -25,7 +25,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
 import envs  # noqa: E402
-from envs._src.pacosako import rules as R  # noqa: E402
+from envs.pacosako import rules as R  # noqa: E402
 from benchmarks.tools.timing import time_compiled  # noqa: E402
 
 

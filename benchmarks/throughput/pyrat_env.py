@@ -8,8 +8,8 @@ Times only compiled calls of the default game (21x15, 41 cheese): `jit(vmap(env.
 mid-game: `--warm-steps` random joint actions played from fresh mazes, so the cheese is partly
 eaten and the rats spread out, as in training and search.
 
-`--ref REV` also loads `envs/pyrat.py` as it was at git revision REV (the implementation before
-issue 34 item 6 by default) and times it on the same states in the same process, interleaved
+`--ref REV` also loads the `envs/pyrat` package as it was at git revision REV (the
+implementation before issue 34 item 6 by default) and times it on the same states in the same process, interleaved
 with the current one: each repeat runs every (implementation, function) once in turn, so load
 from other jobs on the machine falls on both alike. The script checks that both give identical
 states (the fields both have) and observations before it times anything. Each call is warmed up (compiled) first and
@@ -33,18 +33,18 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, ROOT)
 
 import envs  # noqa: E402
-from benchmarks.tools.revisions import module_at_revision  # noqa: E402
+from benchmarks.tools.revisions import game_at_revision  # noqa: E402
 from benchmarks.tools.timing import time_compiled  # noqa: E402
 
-# the last commit whose envs/pyrat.py computes the nearness plane with the per-step
+# the last commit whose PyRat env computes the nearness plane with the per-step
 # Bellman-Ford loop (the implementation issue 34 item 6 measured at 0.77 ms per step)
 BEFORE = "fe5f485"
 
 
 def load_reference(rev: str):
-    """The `PyRat` class of envs/pyrat.py at git revision `rev`, loaded as a separate module
-    (it imports the current `envs.core` and `envs._src.pyrat.maze`)."""
-    return module_at_revision(rev, "envs/pyrat.py", "pyrat_reference").PyRat
+    """The `PyRat` class of the envs/pyrat package at git revision `rev` (its maze module as
+    of `rev` too), loaded as a separate package (it imports the current `envs.core`)."""
+    return game_at_revision(rev, "pyrat").PyRat
 
 
 def mid_game_states(env, batch: int, warm_steps: int, seed: int = 0):
@@ -127,7 +127,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=10, help="back-to-back calls per timing")
     parser.add_argument("--warm-steps", type=int, default=40)
     parser.add_argument("--ref", default=BEFORE,
-                        help=f"git revision of envs/pyrat.py to compare with (default {BEFORE}); "
+                        help=f"git revision of the PyRat env to compare with (default {BEFORE}); "
                              "'none' times the current implementation alone")
     args = parser.parse_args()
     impls = {"current": envs.make("pyrat")}

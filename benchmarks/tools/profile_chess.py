@@ -23,7 +23,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
 from envs import chess as ec  # noqa: E402
-from envs._src.chess import core  # noqa: E402
+from envs.chess import core  # noqa: E402
 from envs.sampling import uniform_legal_action  # noqa: E402
 
 

@@ -10,7 +10,7 @@ import pytest
 
 import envs
 from envs import backgammon as bg
-from envs._src.backgammon import notation, rules
+from envs.backgammon import notation, rules
 from envs.afterstates import NO_ACTION, AfterstateEnv
 
 gnubg_nn = pytest.importorskip("gnubg_nn")

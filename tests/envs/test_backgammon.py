@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import envs
 from envs import backgammon as bg
-from envs._src.backgammon import notation, rules
+from envs.backgammon import notation, rules
 
 gnubg = pytest.importorskip("gnubg")
 
@@ -344,7 +344,7 @@ def test_move_text_is_gnubgs_against_its_best_moves():
     from random positions). A bear-off with a larger die is ambiguous in gnubg's steps; the
     text then names the die ("3/off:5") and the first legal one is taken."""
     gnubg_nn = pytest.importorskip("gnubg_nn")
-    from envs._src.backgammon.gnubg_bridge import rules_flip_np
+    from envs.backgammon.gnubg_bridge import rules_flip_np
 
     rng = np.random.default_rng(17)
     checked = 0

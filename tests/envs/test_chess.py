@@ -16,8 +16,8 @@ import pytest
 
 import envs
 from envs import chess as ec
-from envs._src.chess import core
-from envs._src.chess.perft import perft
+from envs.chess import core
+from envs.chess.perft import perft
 
 KIWIPETE = "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1"
 POS3 = "8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1"

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from envs import chess as ec
-from envs._src.chess import core
+from envs.chess import core
 
 
 def ref_reason(board: chess.Board, ply: int, max_plies: int) -> str:

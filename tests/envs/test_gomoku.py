@@ -1,4 +1,4 @@
-"""Gomoku (envs/gomoku.py, docs/gomoku.md): line detection, chain counts and placements against
+"""Gomoku (envs/gomoku, docs/gomoku.md): line detection, chain counts and placements against
 a plain numpy implementation written here, the view centre rule, illegal actions, 3-player
 rotation, rewards at the end, and the 2-player game against OpenSpiel's `gomoku` as referee.
 
@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 import envs
-from envs._src.gomoku import batching, lines, ranking
-from envs._src.gomoku import view as vw
+from envs.gomoku import batching, lines, ranking
+from envs.gomoku import view as vw
 from envs.gomoku import NO_CELL, NO_WINNER, UNRANKED
 
 DIRECTIONS = ((0, 1), (1, 0), (1, 1), (1, -1))

@@ -1,4 +1,4 @@
-"""The gomoku line-extender baseline (envs/_src/gomoku/extender.py): wins, blocks, legality,
+"""The gomoku line-extender baseline (envs/gomoku/extender.py): wins, blocks, legality,
 a plain-numpy reference of its tiers and scores, and matches against uniform random play."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import envs
-from envs._src.gomoku.extender import DEFAULT_BLOCK_WEIGHT, candidate_cells, line_extender, \
+from envs.gomoku.extender import DEFAULT_BLOCK_WEIGHT, candidate_cells, line_extender, \
     line_lengths
 from envs.sampling import uniform_legal_action
 from turbozero.training.evaluation import play_match

@@ -1,4 +1,4 @@
-"""Complete backgammon moves as text (`envs._src.backgammon.moves_text`), checked against gnubg's
+"""Complete backgammon moves as text (`envs.backgammon.moves_text`), checked against gnubg's
 own move strings: every move gnubg-nn lists for a few hundred positions is written exactly as
 `gnubg.movetupletostring` writes it, and gnubg's string (and other spellings of the same move)
 reads back as that move."""
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from envs import backgammon as bg
-from envs._src.backgammon import moves_text as mt
-from envs._src.backgammon import notation, rules
+from envs.backgammon import moves_text as mt
+from envs.backgammon import notation, rules
 
 START = notation.gnubg_to_board(notation.decode_position_id("4HPwATDgc/ABMA"))
 

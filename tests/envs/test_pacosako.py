@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from envs import pacosako as P
-from envs._src.pacosako import notation as N
-from envs._src.pacosako import rules as R
+from envs.pacosako import notation as N
+from envs.pacosako import rules as R
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "pacosako")
 

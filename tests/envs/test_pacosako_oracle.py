@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from envs import pacosako as P
-from envs._src.pacosako import rules as R
+from envs.pacosako import rules as R
 
 ORACLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "pacosako", "oracle", "oracle.jsonl.gz")
 FAST_KINDS = ("replay", "test", "castling")  # default suite; "book" and "random" are slow

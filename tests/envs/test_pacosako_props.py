@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
 
 from envs import pacosako as P
-from envs._src.pacosako import rules as R
+from envs.pacosako import rules as R
 
 BATCH, STEPS = 16, 160
 FLAGS = list(itertools.product([True, False], repeat=3))

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import envs
-from envs._src.pyrat.maze import load_maze, reachable
+from envs.pyrat.maze import load_maze, reachable
 from envs.pyrat import (ACTION_SWAP, DOWN, LEFT, NUM_PLANES, PLAYER_PLANES, RIGHT, STAY, UP,
                         VIEW_CHANNELS, PyRat)
 
@@ -63,7 +63,7 @@ def test_generated_mazes_connected_symmetric_consistent(generated):
 
 def test_components_agree_with_breadth_first_search():
     """The labelling used by the repair, on unrepaired random passages (many components)."""
-    from envs._src.pyrat.maze import _passage_ends, components
+    from envs.pyrat.maze import _passage_ends, components
 
     w, h = 13, 9
     a, b = _passage_ends(w, h)

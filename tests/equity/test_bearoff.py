@@ -15,7 +15,7 @@ import pytest
 gnubg_nn = pytest.importorskip("gnubg_nn")
 gnubg = pytest.importorskip("gnubg")
 
-from envs._src.backgammon import notation, rules  # noqa: E402
+from envs.backgammon import notation, rules  # noqa: E402
 from equity import (  # noqa: E402
     BearoffTable,
     bearoff_index,

@@ -11,7 +11,7 @@ import pytest
 gnubg = pytest.importorskip("gnubg")
 
 from envs import backgammon as bg  # noqa: E402
-from envs._src.backgammon import gnubg_bridge, notation, rules  # noqa: E402
+from envs.backgammon import gnubg_bridge, notation, rules  # noqa: E402
 
 from backgammon_positions import random_gboard  # noqa: E402
 

@@ -125,7 +125,7 @@ def test_short_training_run_lowers_value_and_policy_loss(short_run):
 
 
 def test_gnubg_opponent_plays_legal_complete_moves(short_run):
-    from envs._src.backgammon.gnubg_bridge import best_move_actions
+    from envs.backgammon.gnubg_bridge import best_move_actions
     from turbozero.games.backgammon.gnubg_match import play_against_gnubg
 
     s = ENV.init(jax.random.PRNGKey(8))

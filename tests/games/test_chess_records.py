@@ -13,10 +13,10 @@ import pytest
 
 import envs
 from envs import chess as ec
-from envs._src.chess.encode import encode_batch, states_from_fens
-from envs._src.chess.pgn import (GameRecord, game_to_pgn, games_to_pgn, move_comment, parse_comment,
+from envs.chess.encode import encode_batch, states_from_fens
+from envs.chess.pgn import (GameRecord, game_to_pgn, games_to_pgn, move_comment, parse_comment,
                                  record_games)
-from envs._src.chess.pychess import action_to_move, move_to_action, random_fens
+from envs.chess.pychess import action_to_move, move_to_action, random_fens
 from turbozero.search import SearchResult, random_actions
 
 SCHOLAR = ("e2e4", "e7e5", "f1c4", "b8c6", "d1h5", "g8f6", "h5f7")

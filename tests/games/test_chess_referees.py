@@ -14,10 +14,10 @@ import pytest
 
 import envs
 from envs import chess as ec
-from envs._src.chess import material as mat
-from envs._src.chess.encode import states_from_fens
-from envs._src.chess.pgn import games_to_pgn, parse_comment
-from envs._src.chess.pychess import action_to_move
+from envs.chess import material as mat
+from envs.chess.encode import states_from_fens
+from envs.chess.pgn import games_to_pgn, parse_comment
+from envs.chess.pychess import action_to_move
 from turbozero.games.chess import referees as cr
 from turbozero.games import game_spec
 from turbozero.search import SearchResult, random_actions

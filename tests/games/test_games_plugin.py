@@ -2,7 +2,7 @@
 `turbozero.training`, `turbozero.networks`) name no game in their code: no import of a game's
 module and no string naming a game (docstrings and comments aside: they may give examples).
 What a game brings to training lives in `turbozero/games/` (its GameSpec, opponents, referees,
-records, adjudication) and its rules in `envs/`."""
+records, adjudication) and its rules in its package `envs/<game>/`."""
 
 import ast
 import pathlib
@@ -98,3 +98,21 @@ def test_each_game_is_one_package_on_the_training_side():
         assert not specs and not settings, (
             f"{shared} builds a GameSpec (lines {specs}) or a preset (lines {settings}): a "
             "game's settings belong in its package")
+
+
+def test_each_game_is_one_package_on_the_env_side():
+    """Every registered game is the package `envs/<game>/`: its public module is the package
+    (`envs.<game>`, the env class), and its rules, encodings, notation and rendering sit beside
+    it. The shared env modules (`envs/*.py` but the registry) name no game; the pgx adapter
+    names pgx's own game ids (its stochastic games, pgx's backgammon among them, are refused)."""
+    from envs import _REGISTRY
+
+    for game, target in _REGISTRY.items():
+        module = target.split(":")[0]
+        assert module == f"envs.{game}", (game, target)
+        assert (ROOT / "envs" / game / "__init__.py").is_file(), game
+    assert not (ROOT / "envs" / "_src").exists()
+    shared = [p for p in sorted((ROOT / "envs").glob("*.py"))
+              if p.name not in ("__init__.py", "pgx_adapter.py")]
+    found = [m for p in shared for m in _mentions(p)]
+    assert not found, "\n".join(found)

@@ -9,7 +9,7 @@ import pytest
 
 import envs
 from envs import backgammon as bg
-from envs._src.backgammon import gnubg_bridge, notation, rules
+from envs.backgammon import gnubg_bridge, notation, rules
 from turbozero.games import build_network, game_spec
 from turbozero.search import search
 from turbozero.search.afterstate import AfterstatePlayerConfig, afterstate_search

@@ -41,7 +41,7 @@ CASES = [(g, n, m) for g, (_, ns) in GROUPS.items() for n in ns for m in range(l
 
 
 def run_reference(maze_dict, n, cfg):
-    from envs._src.pyrat.maze import load_maze
+    from envs.pyrat.maze import load_maze
 
     m = load_maze(maze_dict)
     game = game_from_maze(m, MAX_TURNS)

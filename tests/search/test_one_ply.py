@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import envs
-from envs._src.chess import material as mat
+from envs.chess import material as mat
 from envs.sampling import legal_candidates
 from turbozero.networks import MLPNet, ScalarValue, WDLValue
 from turbozero.presets import get_preset

@@ -18,4 +18,4 @@ SPEC = GameSpec("backgammon", FourWayValue(), "mlp", "4-way conditional value he
                 (Opponent("gnubg", "gnubg = GNU Backgammon at 0-ply (its neural net, "
                           "no lookahead)", match=_gnubg_match, module="gnubg",
                           install='pip install -e ".[backgammon]"'),),
-                move_text="envs._src.backgammon.moves_text:MOVE_TEXT")
+                move_text="envs.backgammon.moves_text:MOVE_TEXT")

@@ -2,7 +2,7 @@
 
 gnubg is not jittable, so this is a Python loop over a batch of games: the agent's actions come
 from one jitted batched search per step, gnubg's complete move is found once per turn (through
-`envs._src.backgammon.gnubg_bridge`) and fed to the env one checker at a time.
+`envs.backgammon.gnubg_bridge`) and fed to the env one checker at a time.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def play_against_gnubg(
     if env.id != "backgammon":
         raise ValueError(f"gnubg can only play backgammon, not {env.id}")
     try:
-        from envs._src.backgammon.gnubg_bridge import best_move_actions
+        from envs.backgammon.gnubg_bridge import best_move_actions
     except ImportError as err:  # pragma: no cover - depends on the install
         raise ValueError("the gnubg opponent needs the `gnubg` package: "
                          'pip install -e ".[backgammon]"') from err

@@ -25,7 +25,7 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from envs._src.chess.material import material
+from envs.chess.material import material
 
 
 @dataclasses.dataclass(frozen=True)

@@ -13,7 +13,7 @@ from typing import Any, Callable, Optional
 
 import jax
 
-from envs._src.chess.pgn import GameRecord, games_to_pgn, record_games
+from envs.chess.pgn import GameRecord, games_to_pgn, record_games
 from turbozero.search import search
 
 SELF = "self"  # the opponent name of a game the agent plays against itself

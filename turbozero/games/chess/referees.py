@@ -1,13 +1,13 @@
 """Chess evaluation opponents stronger than random: material-greedy (jitted) and Stockfish.
 
-- `material`: the 1-ply material-greedy player (`envs._src.chess.material`), a jittable
+- `material`: the 1-ply material-greedy player (`envs.chess.material`), a jittable
   policy that `evaluation.play_match` plays like any other.
 - `stockfish`: Stockfish through python-chess's UCI engine module at its weakest settings
   (UCI option "Skill Level" 0, search depth 1). Stockfish is not jittable, so its match is a
   Python loop over a batch of games, as gnubg's is (`games/backgammon/gnubg_match.py`): the agent's
   moves come from one jitted batched call per step, Stockfish's from the engine per game, and
   a python-chess board beside each game converts actions to moves and back
-  (`envs._src.chess.pychess`).
+  (`envs.chess.pychess`).
 
 Install Stockfish with the Debian package (`apt-get install stockfish`, which puts the binary in
 /usr/games) or any build on the PATH; python-chess with `pip install -e ".[chess]"`.
@@ -24,10 +24,10 @@ from typing import Any, Callable, NamedTuple, Optional
 import jax
 import numpy as np
 
-from envs._src.chess.core import REASONS
-from envs._src.chess.material import material_policy  # noqa: F401  (re-exported)
-from envs._src.chess.pgn import GameRecord, policy_notes, result_tag
-from envs._src.chess.pychess import action_to_move, game_over, move_to_action, \
+from envs.chess.core import REASONS
+from envs.chess.material import material_policy  # noqa: F401  (re-exported)
+from envs.chess.pgn import GameRecord, policy_notes, result_tag
+from envs.chess.pychess import action_to_move, game_over, move_to_action, \
     require_python_chess
 
 STOCKFISH_INSTALL = ("apt-get install stockfish (Debian/Ubuntu; the binary goes to "
@@ -95,7 +95,7 @@ class StockfishMatch(NamedTuple):
     """A match against Stockfish: its summary and the games as records."""
 
     summary: dict  # evaluation.match_summary, from the agent's side
-    records: list  # envs._src.chess.pgn.GameRecord per game (games_to_pgn writes them)
+    records: list  # envs.chess.pgn.GameRecord per game (games_to_pgn writes them)
 
 
 def play_stockfish_match(

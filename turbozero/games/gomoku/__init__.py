@@ -12,7 +12,7 @@ from turbozero.networks.value_formats import MoverRelativeValues
 
 
 def _gomoku_extender(env: Env) -> Callable:
-    from envs._src.gomoku.extender import line_extender
+    from envs.gomoku.extender import line_extender
 
     return line_extender(env)
 

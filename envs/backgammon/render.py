@@ -13,7 +13,7 @@ import re
 
 import numpy as np
 
-from envs._src.backgammon.rules import BAR, NUM_ACTIONS, OFF, OPP_BAR, OPP_OFF, PASS_ACTION
+from envs.backgammon.rules import BAR, NUM_ACTIONS, OFF, OPP_BAR, OPP_OFF, PASS_ACTION
 
 BAR_SOURCE = 1  # the `src` of a move from the bar
 FIRST_POINT_SOURCE = 2  # the `src` of point 1

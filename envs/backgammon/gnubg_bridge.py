@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from envs._src.backgammon import notation, rules
+from envs.backgammon import notation, rules
 
 GnubgBoard = tuple[tuple[int, ...], tuple[int, ...]]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from envs._src.chess import core
+from envs.chess import core
 
 INSTALL = 'pip install -e ".[chess]"  (or: pip install chess)'
 # python-chess piece types are PAWN = 1 .. KING = 6 in the env's order P, N, B, R, Q, K

@@ -24,10 +24,10 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from envs._src.pacosako import notation as N
-from envs._src.pacosako import repr as RP
-from envs._src.pacosako import rules as R
-from envs._src.pacosako import svg as SVG
+from envs.pacosako import notation as N
+from envs.pacosako import repr as RP
+from envs.pacosako import rules as R
+from envs.pacosako import svg as SVG
 from envs.core import Env, State, require_unbatched
 
 Array = jax.Array

@@ -34,8 +34,8 @@ from typing import Callable
 import jax
 import jax.numpy as jnp
 
-from envs._src.gomoku import lines
-from envs._src.gomoku import view as vw
+from envs.gomoku import lines
+from envs.gomoku import view as vw
 from envs.sampling import uniform_legal_action
 
 Array = jax.Array

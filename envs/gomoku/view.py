@@ -30,8 +30,8 @@ import jax
 import jax.numpy as jnp
 from jax import custom_batching
 
-from envs._src.gomoku import lines
-from envs._src.gomoku.lines import EMPTY
+from envs.gomoku import lines
+from envs.gomoku.lines import EMPTY
 
 Array = jax.Array
 

@@ -13,14 +13,14 @@ Rules (docs/gomoku.md):
 * a full board ends the game (`terminated`), the step cap `max_episode_steps` cuts it
   (`truncated`); both are draws, ranked like a won game's losers (below);
 * places: the winner first, the others by chain profile, ties in turn order
-  (`envs._src.gomoku.ranking`); at the end each player gets `rewards_by_place[place]`,
+  (`envs.gomoku.ranking`); at the end each player gets `rewards_by_place[place]`,
   (+1, -0.2, -1) for 3 players and (+1, -1) for 2; no reward during the game;
 * `step_reward`: the spec's scalar reward of the player who just moved, 1.0 for a winning
   move, else 0 (a MuZero reward target; `rewards` carries the placements).
 
 Action `a` is the cell `view_centre + (a // view - h, a % view - h)`, h = view // 2; the
 centre is the last stone (the board centre before the first one), moved to an empty cell near
-it when the view around the last stone is full (`envs._src.gomoku.view`). Cells off the board
+it when the view around the last stone is full (`envs.gomoku.view`). Cells off the board
 or on a stone are illegal. The observation is float32[view, view, 2 P + 4]: the local view and
 a view-sized thumbnail of the whole board, from the seat of the player it is for.
 """
@@ -35,11 +35,11 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from envs._src.gomoku import batching, lines, ranking
-from envs._src.gomoku import view as vw
-from envs._src.gomoku.lines import EMPTY
-from envs._src.gomoku.ranking import NO_WINNER
-from envs._src.gomoku.view import NO_CELL, OFF_BOARD
+from envs.gomoku import batching, lines, ranking
+from envs.gomoku import view as vw
+from envs.gomoku.lines import EMPTY
+from envs.gomoku.ranking import NO_WINNER
+from envs.gomoku.view import NO_CELL, OFF_BOARD
 from envs.core import Array, Env, PRNGKey, State, require_unbatched
 
 __all__ = ["Gomoku", "GomokuState", "EMPTY", "NO_WINNER", "NO_CELL", "OFF_BOARD", "UNRANKED",
@@ -59,9 +59,9 @@ class GomokuState(State):
     view_centre: int32[2] the board cell the local view (and the actions) are centred on.
     row_empties: int32[S] empty cells per board row (the view centre's fallback reads it).
     chain_counts: int32[P, W + 1], per seat the number of chains of each length (index W:
-        W or more; `envs._src.gomoku.lines`).
+        W or more; `envs.gomoku.lines`).
     block_counts: int8[V, V, P] (int16 for blocks over 127 cells), per thumbnail block each
-        seat's stones (`envs._src.gomoku.view.thumbnail_counts`): what the observation's
+        seat's stones (`envs.gomoku.view.thumbnail_counts`): what the observation's
         thumbnail reads instead of the whole board.
     winner: int32 the seat that made a line, NO_WINNER otherwise.
     places: int32[P] each seat's place at the end (0 = first), UNRANKED before.
@@ -80,7 +80,7 @@ class GomokuState(State):
 
     def _svg(self) -> str:
         require_unbatched(self, "gomoku: render_svg")
-        from envs._src.gomoku.render import render_svg
+        from envs.gomoku.render import render_svg
 
         return render_svg(self)
 
@@ -389,7 +389,7 @@ class Gomoku(Env):
     def render_text(self, state: GomokuState) -> str:
         """A text picture of an unbatched state (docs/gomoku.md)."""
         require_unbatched(state, "gomoku: render_text")
-        from envs._src.gomoku.render import render_text
+        from envs.gomoku.render import render_text
 
         return render_text(state)
 

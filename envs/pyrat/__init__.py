@@ -31,8 +31,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from envs._src.pyrat import maze as mz
-from envs._src.pyrat.maze import DOWN, DX, DY, LEFT, RIGHT, STAY, UP, Maze, load_maze
+from envs.pyrat import maze as mz
+from envs.pyrat.maze import DOWN, DX, DY, LEFT, RIGHT, STAY, UP, Maze, load_maze
 from envs.core import Array, Env, PRNGKey, State, require_unbatched
 
 __all__ = ["PyRat", "PyRatState", "Maze", "load_maze", "UP", "RIGHT", "DOWN", "LEFT", "STAY",
@@ -54,7 +54,7 @@ ACTION_NAMES = ("up", "right", "down", "left", "stay")
 class PyRatState(State):
     """State of a PyRat game (`step_count` is the turn).
 
-    maze: int32[H, W, 4] passage costs (0 wall, 1 open, w >= 2 mud; layout in `_src/pyrat/maze`).
+    maze: int32[H, W, 4] passage costs (0 wall, 1 open, w >= 2 mud; layout in `envs.pyrat.maze`).
     cheese: bool[H, W] cheese still on the board.
     positions: int32[2, 2] (x, y) of player 1 and player 2.
     mud_turns: int32[2] turns each rat is still stuck in mud.
@@ -64,7 +64,7 @@ class PyRatState(State):
       turns from each cell to the nearest cheese, a cap (16000 or 1 << 20) where none is
       reachable; nearest_cheese: int16[H, W] the flat index (y * W + x) of a cheese at that
       distance. Both follow from maze and cheese: kept so that the observation's nearness plane
-      does not recompute the field every step (`_src/pyrat/maze.NearestCheese`).
+      does not recompute the field every step (`envs.pyrat.maze.NearestCheese`).
     """
 
     maze: Array = struct.field(default=None)
@@ -78,7 +78,7 @@ class PyRatState(State):
 
     def _svg(self) -> str:
         require_unbatched(self, "pyrat: render_svg")
-        from envs._src.pyrat.render import render_svg
+        from envs.pyrat.render import render_svg
 
         return render_svg(self)
 
@@ -241,7 +241,7 @@ class PyRat(Env):
         # nearness to cheese, 1 / (1 + mud-weighted turns to the nearest cheese): the feature a
         # small network cannot compute itself in a few layers, and the one the greedy baseline
         # follows; the field is kept in the state, repaired by the step where cheese was eaten
-        # (`_src/pyrat/maze.NearestCheese`)
+        # (`envs.pyrat.maze.NearestCheese`)
         near = 1.0 / (1.0 + self._nearest.finish(state.cheese_distance).astype(jnp.float32))
 
         # One set of planes, built for the viewer, instead of both players' planes and a select
@@ -363,7 +363,7 @@ class PyRat(Env):
         """int32[H, W]: turns from each cell to the nearest cheese, mud weighted (big if none).
         Computed from `state.cheese` (any cheese, also one set by hand): Bellman-Ford in
         `lax.while_loop`, with one loop for a whole vmapped batch
-        (`envs._src.pyrat.maze.make_distance_to_cheese`). The states the env makes carry the same
+        (`envs.pyrat.maze.make_distance_to_cheese`). The states the env makes carry the same
         field (`state.cheese_distance`), which the observation and `greedy_actions` read."""
         return self._distance(state.maze, state.cheese)
 
@@ -397,7 +397,7 @@ class PyRat(Env):
     def render_text(self, state: PyRatState) -> str:
         """A text picture of an unbatched state (top row first); see docs/pyrat.md."""
         require_unbatched(state, "pyrat: render_text")
-        from envs._src.pyrat.render import render_text
+        from envs.pyrat.render import render_text
 
         return render_text(state)
 

@@ -17,7 +17,7 @@ import re
 
 import numpy as np
 
-from envs._src.pacosako import rules as R
+from envs.pacosako import rules as R
 
 LETTERS = "prnbqk"  # piece codes 1..6
 # union letters: lower case = (black piece, white piece), upper case swaps the colours

@@ -13,7 +13,7 @@ import binascii
 
 import numpy as np
 
-from envs._src.backgammon.rules import BAR, OFF, OPP_BAR, OPP_OFF
+from envs.backgammon.rules import BAR, OFF, OPP_BAR, OPP_OFF
 
 
 def board_to_gnubg(board) -> tuple[tuple[int, ...], tuple[int, ...]]:

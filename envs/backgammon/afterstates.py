@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from envs._src.backgammon import rules
+from envs.backgammon import rules
 from envs.afterstates import NO_ACTION
 from envs.sampling import legal_candidates
 

@@ -27,8 +27,8 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from envs._src.backgammon.render import BAR_SOURCE, FIRST_POINT_SOURCE
-from envs._src.backgammon.rules import BAR, OFF, OPP_BAR, PASS_ACTION
+from envs.backgammon.render import BAR_SOURCE, FIRST_POINT_SOURCE
+from envs.backgammon.rules import BAR, OFF, OPP_BAR, PASS_ACTION
 
 BAR_POINT = 25  # the bar, as a starting point
 OFF_POINT = 0  # borne off, as an end point

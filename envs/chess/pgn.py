@@ -9,7 +9,7 @@ A policy is `(variables, states, key) -> actions` (int32[B]) or returns a search
 `turbozero.search.SearchResult`): then every move it plays carries the comment
 `{v=+0.12 p=0.45}`, the searched value of the position for the side that moved and the share
 of the root's visits that went to the move played. Games are played inside one jitted
-`lax.while_loop` and converted on the host through python-chess (`envs._src.chess.pychess`).
+`lax.while_loop` and converted on the host through python-chess (`envs.chess.pychess`).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from envs._src.chess.core import REASONS
-from envs._src.chess.pychess import action_to_move, require_python_chess
+from envs.chess.core import REASONS
+from envs.chess.pychess import action_to_move, require_python_chess
 
 Array = jax.Array
 START_FEN = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from envs._src.pacosako.notation import square_name
+from envs.pacosako.notation import square_name
 
 # piece codes 1..6 = pawn, rook, knight, bishop, queen, king (rules.PAWN..KING)
 _WHITE = "\u2659\u2656\u2658\u2657\u2655\u2654"

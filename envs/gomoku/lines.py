@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 from jax import custom_batching
 
-from envs._src.gomoku import batching
+from envs.gomoku import batching
 
 Array = jax.Array
 

@@ -23,9 +23,9 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from envs._src.chess import bitboard as bbm
-from envs._src.chess import core
-from envs._src.chess.core import NUM_ACTIONS, REASONS
+from envs.chess import bitboard as bbm
+from envs.chess import core
+from envs.chess.core import NUM_ACTIONS, REASONS
 from envs.core import Env, State, require_unbatched
 
 Array = jax.Array

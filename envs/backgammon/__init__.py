@@ -12,7 +12,7 @@ Turn structure: decision states (dice known) -> the same player acts once per ch
 a chance state (``is_chance``, next player to roll, no dice) -> ``step_chance`` rolls. A player
 with no legal move has exactly one legal action, the pass (action 0), which ends the turn.
 
-Board and action layout: `envs._src.backgammon.rules`.
+Board and action layout: `envs.backgammon.rules`.
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from envs._src.backgammon import afterstates as afterstates_lib
-from envs._src.backgammon import notation, rules
+from envs.backgammon import afterstates as afterstates_lib
+from envs.backgammon import notation, rules
 from envs.afterstates import Afterstates
-from envs._src.backgammon import render as render_lib
+from envs.backgammon import render as render_lib
 from envs.core import Array, Env, PRNGKey, State, require_unbatched
 
 OBS_SIZE = 24 * 4 * 2 + 4 + 6 + 1

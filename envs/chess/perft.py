@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from envs._src.chess import core
+from envs.chess import core
 
 
 def _to_next(board, color, castling, ep, action):

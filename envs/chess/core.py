@@ -18,8 +18,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from envs._src.chess import bitboard as bbm
-from envs._src.chess.bitboard import BB, DIRS
+from envs.chess import bitboard as bbm
+from envs.chess.bitboard import BB, DIRS
 
 P, N, B, R, Q, K = range(6)
 NUM_ACTIONS = 4672

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from envs._src.pacosako import rules as R
+from envs.pacosako import rules as R
 
 PIECE_SLOTS = 32
 # the half-move clock layer value n / 100, divided once in numpy so that every path (eager,

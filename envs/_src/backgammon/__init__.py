@@ -1,1 +1,0 @@
-"""Backgammon internals: rules (jax), notation (Position IDs, render), gnubg bridge."""

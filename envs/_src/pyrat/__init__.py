@@ -1,1 +1,0 @@
-"""PyRat internals: maze generation and files (`maze`), text and matplotlib rendering (`render`)."""
