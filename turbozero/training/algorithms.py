@@ -165,7 +165,7 @@ class Algorithm(abc.ABC):
     # ------------------------------------------------------------------ learning
     @abc.abstractmethod
     def loss_fn(self, params, train_state, experience):
-        """`(loss, (metrics, updates))`, the signature `trainer.train` differentiates. The loss
+        """`(loss, (metrics, updates))`, the signature `updates.train` differentiates. The loss
         functions' in-loss L2 (`l2_reg_lambda`, the backgammon spec's signature) is 0 here:
         weight decay is the optimizer's (`trainer.MaskedWeightDecay`)."""
 

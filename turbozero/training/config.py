@@ -57,8 +57,8 @@ class TrainConfig:
     # the optax chain: clipping, masked weight decay, update rule, learning-rate schedule
     # (trainer.Optimizer; any object with build(total_steps) and check(params))
     optimizer: Any = Optimizer()
-    # how an iteration's `train_steps` updates run: trainer.PerStepUpdates() (one jitted call
-    # per update) or trainer.ScanUpdates() (one lax.scan); None picks by backend, per step on
+    # how an iteration's `train_steps` updates run: updates.PerStepUpdates() (one jitted call
+    # per update) or updates.ScanUpdates() (one lax.scan); None picks by backend, per step on
     # CPU and one scan on GPU/TPU (docs/training.md, "How the updates run")
     updates: Any = None
     num_iterations: int = 10
@@ -108,8 +108,8 @@ class TrainConfig:
         check_policy_form(self.replay_policies)
         if self.updates is not None and not isinstance(self.updates,
                                                        (PerStepUpdates, ScanUpdates)):
-            raise ValueError("updates must be None (by backend), trainer.PerStepUpdates() or "
-                             f"trainer.ScanUpdates(), got {self.updates!r}")
+            raise ValueError("updates must be None (by backend), updates.PerStepUpdates() or "
+                             f"updates.ScanUpdates(), got {self.updates!r}")
         if not hasattr(self.optimizer, "build"):
             raise ValueError("optimizer must be a trainer.Optimizer (or an object with "
                              f"build(total_steps)), got {self.optimizer!r}")

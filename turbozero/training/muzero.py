@@ -145,7 +145,7 @@ def _scale_gradient(x: jax.Array, scale: float) -> jax.Array:
 
 def muzero_loss(params, train_state, batch: MuZeroBatch, l2_reg_lambda: float = 0.0, *,
                 config: MuZeroConfig):
-    """`(loss, (metrics, {}))` of a K-step unroll (the `trainer.train` signature)."""
+    """`(loss, (metrics, {}))` of a K-step unroll (the `updates.train` signature)."""
     variables = {"params": params}
     apply = train_state.apply_fn
     k_steps = config.unroll_steps
