@@ -30,6 +30,7 @@ def make(name: str, **config) -> Env:
         raise ValueError(f"a game name must be a string, got {name!r}; available: "
                          f"{', '.join(available_envs())}")
     if name.startswith("pgx/"):
+        # pgx (0.1 s) only for a pgx game: `import envs` stays cheap
         from envs.pgx_adapter import PgxAdapter
 
         return PgxAdapter(name[len("pgx/") :], **config)

@@ -33,6 +33,7 @@ Optional parts of the protocol (see docs/envs.md):
 from __future__ import annotations
 
 import abc
+from xml.sax.saxutils import escape
 from typing import Any, Callable, Optional, Protocol, runtime_checkable
 
 import jax
@@ -88,8 +89,6 @@ class State:
 
 def text_svg(text: str, font_size: int = 14) -> str:
     """A monospaced SVG picture of `text` (the picture of a game that has no drawing)."""
-    from xml.sax.saxutils import escape
-
     lines = text.splitlines() or [""]
     width = int(font_size * 0.62 * max(len(line) for line in lines)) + 2 * font_size
     height = int(font_size * 1.25 * len(lines)) + font_size

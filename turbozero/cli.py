@@ -9,27 +9,35 @@ import json
 import os
 import shlex
 import sys
+import textwrap
 import time
 import warnings
 from typing import Optional, Sequence
 
+from tqdm.auto import tqdm
+
 from turbozero import presets
 from turbozero.compile_cache import enable_compilation_cache
-from turbozero.training import report
-
+from turbozero.games import GAMES, game_spec
+from turbozero.play import load_agent, move_text_for, play_game, playable_games
+from turbozero.training import Trainer, distributed, report
+from turbozero.training.algorithms import tree_config
+from turbozero.training.checkpoints import load_checkpoint, restore_network, write_json_atomic
+from turbozero.training.loop import TrainingInterrupted
+from turbozero.training.metrics import plot_metrics
+from turbozero.training.run_config import (evaluation_config, load_run_config, parse_overrides,
+                                           with_overrides)
 
 DEFAULT_PRESET = "tiny"
-def games_with_presets() -> list[str]:
-    from turbozero.games import GAMES
 
+
+def games_with_presets() -> list[str]:
     return [g for g in sorted(GAMES) if presets.available_presets(g)]
 
 
 def check_opponents(game: str, opponents: Sequence[str]) -> None:
     """Fail before any training or compiling when an opponent cannot play: an opponent beyond
     the baselines is registered by its game (`GameSpec.referees`) with the package it needs."""
-    from turbozero.games import game_spec
-
     referees = {r.name: r for r in game_spec(game).referees}
     registered = {o.name for o in game_spec(game).opponents}
     for opp in opponents:
@@ -69,8 +77,6 @@ def _recorded_preset(run_dir: str) -> Optional[str]:
 def train_config(args: argparse.Namespace):
     """The config `turbozero train` runs: the preset's (or, with --resume, the run's stored
     one) with --set / --iterations / --seed applied, each value checked against its field."""
-    from turbozero.training.run_config import load_run_config, parse_overrides, with_overrides
-
     if args.resume and args.overwrite:
         raise ValueError("--resume and --overwrite exclude each other: --resume continues the "
                          "run in --run-dir, --overwrite starts it again from iteration 1")
@@ -102,7 +108,6 @@ def _join_processes(args: argparse.Namespace) -> bool:
     if not (args.distributed or args.coordinator is not None or args.num_processes is not None
             or args.process_id is not None):
         return False
-    from turbozero.training import distributed
 
     if args.run_dir is None:
         raise ValueError("--run-dir is needed with several processes: they all write one run "
@@ -113,8 +118,6 @@ def _join_processes(args: argparse.Namespace) -> bool:
 
 def _train(args: argparse.Namespace) -> int:
     """Every process of a run trains; only the primary prints and writes cli.json."""
-    from turbozero.training import distributed
-
     joined = _join_processes(args)
     if distributed.is_primary():
         code = _train_run(args, True)
@@ -128,11 +131,6 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _train_run(args: argparse.Namespace, primary: bool) -> int:
-    from turbozero.training import Trainer
-    from turbozero.training.loop import TrainingInterrupted
-
-    from turbozero.training.checkpoints import write_json_atomic
-
     config = train_config(args)
     check_opponents(config.game, config.eval_opponents)
     preset = args.preset or DEFAULT_PRESET
@@ -205,17 +203,10 @@ def _close(trainer) -> None:
 
 
 def tqdm_write(msg: str) -> None:
-    from tqdm.auto import tqdm
-
     tqdm.write(msg)
 
 
 def _eval(args: argparse.Namespace) -> int:
-    from turbozero.training import Trainer
-
-    from turbozero.training.checkpoints import load_checkpoint, restore_network
-    from turbozero.training.run_config import evaluation_config
-
     # any run directory: made by `turbozero train` or by `Trainer(config, run_dir)` in Python;
     # --set (e.g. a larger evaluation search) is seen by this evaluation only
     config = evaluation_config(args.run_dir, args.games, args.set or ())
@@ -246,8 +237,6 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 def _play(args: argparse.Namespace) -> int:
-    from turbozero.play import load_agent, move_text_for, play_game
-
     text = move_text_for(args.game)  # before loading: a game without move text fails at once
     first = "human" if args.human_first else "agent" if args.agent_first else None
     return play_game(load_agent(args.game, args.run_dir, args.plies), text, seed=args.seed,
@@ -256,8 +245,6 @@ def _play(args: argparse.Namespace) -> int:
 
 def _notes(title: str, notes: dict) -> str:
     """A help section: one wrapped paragraph per note."""
-    import textwrap
-
     return title + "\n" + "\n".join(
         textwrap.fill(f"{k}: {v}", width=94, initial_indent="  ", subsequent_indent="    ")
         for k, v in notes.items())
@@ -340,7 +327,6 @@ def build_parser() -> argparse.ArgumentParser:
     y = sub.add_parser("play", help="play a run's agent yourself, typing moves in the terminal",
                        description="Play GAME against the newest checkpoint of RUN_DIR: the "
                        "complete-move player over its network (docs/backgammon.md, 'Play it').")
-    from turbozero.play import playable_games  # the games whose moves it can read
 
     y.add_argument("game", metavar="GAME", choices=playable_games(),
                    help="one of: " + ", ".join(playable_games()))
@@ -364,8 +350,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _plot(args: argparse.Namespace) -> int:
-    from turbozero.training.metrics import plot_metrics
-
     path = os.path.join(args.run_dir, "metrics.jsonl")
     if not os.path.exists(path):
         raise ValueError(f"{args.run_dir} has no metrics.jsonl (not a run directory, or no "
@@ -378,8 +362,6 @@ def _plot(args: argparse.Namespace) -> int:
 
 def _simulations(search) -> object:
     """The simulations per move of a search config; "?" when it has none."""
-    from turbozero.training.algorithms import tree_config
-
     try:
         return tree_config(search).num_simulations
     except ValueError:

@@ -22,6 +22,13 @@ from typing import Any, Callable, Optional, Protocol
 import jax
 import numpy as np
 
+from turbozero.games import GAMES, game_spec
+from turbozero.search.afterstate import AfterstatePlayerConfig, check_env, choose_afterstates
+from turbozero.search.api import NetworkEvaluator
+from turbozero.training import Trainer
+from turbozero.training.checkpoints import load_checkpoint, restore_network
+from turbozero.training.run_config import evaluation_config, with_overrides
+
 # Every complete move of a position is listed for the person, so any legal move typed is found:
 # gnubg's move generator bounds a roll's distinct complete moves by 3060 (4 checkers moved
 # from at most 15 points: C(18, 4)), below this.
@@ -60,8 +67,6 @@ class MoveText(Protocol):
 
 def move_text_for(game: str) -> MoveText:
     """The game's MoveText (`GameSpec.move_text`, "module:attribute"); ValueError if none."""
-    from turbozero.games import GAMES, game_spec
-
     path = game_spec(game).move_text
     if not path:
         playable = sorted(g for g, s in GAMES.items() if s.move_text)
@@ -72,8 +77,6 @@ def move_text_for(game: str) -> MoveText:
 
 
 def playable_games() -> list[str]:
-    from turbozero.games import GAMES
-
     return sorted(g for g, s in GAMES.items() if s.move_text)
 
 
@@ -95,12 +98,6 @@ class Agent:
 def load_agent(game: str, run_dir: str, plies: int = 0) -> Agent:
     """The newest intact checkpoint of `run_dir` (any run directory of `game`, read as
     `turbozero eval` reads it: the stored config, the network's variables only)."""
-    from turbozero.search.afterstate import AfterstatePlayerConfig, check_env, choose_afterstates
-    from turbozero.search.api import NetworkEvaluator
-    from turbozero.training import Trainer
-    from turbozero.training.checkpoints import load_checkpoint, restore_network
-    from turbozero.training.run_config import evaluation_config, with_overrides
-
     config = evaluation_config(run_dir)
     if config.game != game:
         raise ValueError(f"{run_dir} is a run of {config.game}, not {game}")

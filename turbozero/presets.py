@@ -15,6 +15,7 @@ from turbozero.games.gomoku import presets as _gomoku
 from turbozero.games.pacosako import presets as _pacosako
 from turbozero.games.pgx_games import presets as _pgx_games
 from turbozero.games.pyrat import presets as _pyrat
+from turbozero.games import game_spec
 from turbozero.training.config import TrainConfig
 
 # game -> the module holding its presets
@@ -40,8 +41,6 @@ _IF_INSTALLED = "eval_opponents_if_installed"
 
 
 def _installed(game: str, opponent: str) -> bool:
-    from turbozero.games import game_spec
-
     module = next(o.module for o in game_spec(game).opponents if o.name == opponent)
     return module is None or importlib.util.find_spec(module) is not None
 
@@ -59,8 +58,6 @@ def _preset(game: str, preset: str) -> dict[str, Any]:
 def missing_opponents(game: str, preset: str) -> tuple[tuple[str, str], ...]:
     """(name, install command) of each opponent `preset` evaluates against where its package is
     installed and that is not installed here (`turbozero train` says so in one line each)."""
-    from turbozero.games import game_spec
-
     install = {o.name: o.install for o in game_spec(game).opponents}
     return tuple((o, install[o]) for o in _preset(game, preset).get(_IF_INSTALLED, ())
                  if not _installed(game, o))

@@ -18,15 +18,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from envs.backgammon import notation, rules
+from envs.backgammon import Backgammon, notation, rules
 
 GnubgBoard = tuple[tuple[int, ...], tuple[int, ...]]
 
 
 @functools.lru_cache(maxsize=1)  # no arguments: one compiled expander, built on first use
 def _expand_fn():
-    from envs.backgammon import Backgammon
-
     env = Backgammon()
     actions = jnp.arange(rules.NUM_ACTIONS, dtype=jnp.int32)
 
@@ -85,8 +83,6 @@ REFEREE_MAX_AFTERSTATES = 1024
 
 @functools.lru_cache(maxsize=1)
 def _afterstates_fn():
-    from envs.backgammon import Backgammon
-
     env = Backgammon()
     return jax.jit(lambda s: env.afterstates(s, REFEREE_MAX_AFTERSTATES))
 
@@ -117,7 +113,7 @@ def best_move_actions(state, plies: int = 0) -> list[int]:
     roll and the one with the best equity for the mover is chosen (what gnubg's own move
     choice does at the chosen depth); the micro-actions that realise it come from
     `referee_moves`."""
-    import gnubg
+    import gnubg  # optional (the backgammon extra); only a referee move needs it
 
     moves = referee_moves(state)
     if len(moves) == 1:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -78,8 +79,6 @@ def mask_if(cond, a: BB) -> BB:
 
 
 def popcount(b: BB) -> jnp.ndarray:
-    import jax
-
     return (jax.lax.population_count(b.lo) + jax.lax.population_count(b.hi)).astype(jnp.int32)
 
 

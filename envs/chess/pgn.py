@@ -101,7 +101,7 @@ def parse_comment(comment: str) -> Optional[tuple[float, float]]:
 def game_to_pgn(record: GameRecord) -> str:
     """One game as PGN text. ValueError if a move is not legal in its position."""
     chess = require_python_chess("games_to_pgn")
-    import chess.pgn
+    import chess.pgn  # python-chess is optional (the chess extra), checked just above
 
     board = chess.Board(record.start_fen)
     game = chess.pgn.Game()

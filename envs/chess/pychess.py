@@ -11,6 +11,7 @@ python-chess (`chess` on PyPI) is an optional dependency: `pip install -e ".[che
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 from envs.chess import core
@@ -83,8 +84,6 @@ def random_fens(n: int, seed: int = 0, plies: tuple[int, int] = (1, 120)) -> lis
     """`n` FENs of unfinished positions reached by uniformly random legal moves from the start
     (a random number of plies in `[plies[0], plies[1])`), with python-chess; for tests and
     benchmarks of FEN input."""
-    import random
-
     chess = require_python_chess("random_fens")
     rng = random.Random(seed)
     out: list[str] = []

@@ -41,6 +41,7 @@ from envs.gomoku.lines import EMPTY
 from envs.gomoku.ranking import NO_WINNER
 from envs.gomoku.view import NO_CELL, OFF_BOARD
 from envs.core import Array, Env, PRNGKey, State, require_unbatched
+from envs.gomoku.render import render_svg, render_text
 
 __all__ = ["Gomoku", "GomokuState", "EMPTY", "NO_WINNER", "NO_CELL", "OFF_BOARD", "UNRANKED",
            "DEFAULT_REWARDS_BY_PLACE"]
@@ -80,8 +81,6 @@ class GomokuState(State):
 
     def _svg(self) -> str:
         require_unbatched(self, "gomoku: render_svg")
-        from envs.gomoku.render import render_svg
-
         return render_svg(self)
 
 
@@ -389,8 +388,6 @@ class Gomoku(Env):
     def render_text(self, state: GomokuState) -> str:
         """A text picture of an unbatched state (docs/gomoku.md)."""
         require_unbatched(state, "gomoku: render_text")
-        from envs.gomoku.render import render_text
-
         return render_text(state)
 
     def __repr__(self) -> str:

@@ -34,6 +34,7 @@ from flax import struct
 from envs.pyrat import maze as mz
 from envs.pyrat.maze import DOWN, DX, DY, LEFT, RIGHT, STAY, UP, Maze, load_maze
 from envs.core import Array, Env, PRNGKey, State, require_unbatched
+from envs.pyrat.render import render_svg, render_text
 
 __all__ = ["PyRat", "PyRatState", "Maze", "load_maze", "UP", "RIGHT", "DOWN", "LEFT", "STAY",
            "NUM_PLANES", "PLAYER_PLANES", "VIEW_CHANNELS", "ACTION_SWAP", "ACTION_NAMES"]
@@ -78,8 +79,6 @@ class PyRatState(State):
 
     def _svg(self) -> str:
         require_unbatched(self, "pyrat: render_svg")
-        from envs.pyrat.render import render_svg
-
         return render_svg(self)
 
 
@@ -397,8 +396,6 @@ class PyRat(Env):
     def render_text(self, state: PyRatState) -> str:
         """A text picture of an unbatched state (top row first); see docs/pyrat.md."""
         require_unbatched(state, "pyrat: render_text")
-        from envs.pyrat.render import render_text
-
         return render_text(state)
 
     def render(self, state: PyRatState) -> str:

@@ -209,3 +209,55 @@ def test_no_import_circle(packages):
     for m in sorted(graph):
         if m not in state:
             visit(m, [m])
+
+
+def _function_imports_without_reason(path: pathlib.Path, root: pathlib.Path = ROOT) -> list[str]:
+    """`path:line: module` of each import inside a function that gives no reason: a comment
+    on its line, or directly above it or above the run of imports it belongs to."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    tree = ast.parse("\n".join(lines))
+    # `try: import x` / `except ImportError:` says its reason itself (x is optional)
+    optional = {id(n) for t in ast.walk(tree) if isinstance(t, ast.Try)
+                and any("ImportError" in ast.unparse(h.type or ast.Name("")) for h in t.handlers)
+                for n in ast.walk(t) if isinstance(n, (ast.Import, ast.ImportFrom))}
+    found = []
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(fn):
+            if not isinstance(node, (ast.Import, ast.ImportFrom)) or id(node) in optional:
+                continue
+            row = node.lineno - 1
+            reason = any("#" in lines[r] for r in range(row, node.end_lineno))
+            while not reason and row > 0:
+                above = lines[row - 1].strip()
+                if above.startswith("#"):
+                    reason = True
+                elif not above.startswith(("import ", "from ")):
+                    break
+                row -= 1
+            if not reason:
+                module = node.module if isinstance(node, ast.ImportFrom) else node.names[0].name
+                found.append(f"{path.relative_to(root)}:{node.lineno}: {module}")
+    return found
+
+
+def test_imports_inside_functions_give_their_reason():
+    """An import inside a function is for an optional dependency, an expensive import kept off
+    a cheap path, or an import-order constraint of package `__init__`s; each says which, in a
+    comment on its line or above it (issue 35, item 3; docs/architecture.md, "Imports"). Circles are not a reason:
+    `test_no_import_circle` counts these imports too."""
+    found = [m for package in ("turbozero", "envs", "equity")
+             for p in sorted((ROOT / package).rglob("*.py"))
+             for m in _function_imports_without_reason(p)]
+    assert not found, "imports inside functions without a reason:\n" + "\n".join(found)
+
+
+def test_the_import_reason_check_can_fail(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("def f():\n    import os\n    return os\n\n\ndef g():\n"
+                   "    # gnubg is optional (the backgammon extra)\n    import gnubg\n"
+                   "    import gnubg.x\n    return gnubg\n\n\ndef h():\n    try:\n"
+                   "        import tensorboardX\n    except ImportError:\n        return None\n",
+                   encoding="utf-8")
+    assert _function_imports_without_reason(bad, tmp_path) == ["bad.py:2: os"]

@@ -20,6 +20,8 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from equity import reward_to_value_targets, value_outputs_to_equity
+
 
 class ValueFormat(abc.ABC):
     """Base class; subclasses are frozen dataclasses (hashable, so jit may close over them)."""
@@ -167,13 +169,9 @@ class FourWayValue(ValueFormat):
         return 4
 
     def to_scalar(self, value_out: jax.Array) -> jax.Array:
-        from equity import value_outputs_to_equity
-
         return value_outputs_to_equity(jax.nn.sigmoid(value_out))
 
     def loss(self, value_out, returns, mover):
-        from equity import reward_to_value_targets
-
         reward = _mover_return(returns, mover)
         # reward_to_value_targets needs a decided game: positions of games cut without a
         # result (reward 0, e.g. a step cap) are left out of the value loss.

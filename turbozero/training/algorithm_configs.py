@@ -25,17 +25,17 @@ keywords (`search`, `eval_search`, `temperature_schedule`) are still accepted an
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from typing import Any, ClassVar, Optional
 
 from turbozero.search.acting import TemperatureSchedule
 from turbozero.search.mctx_policies import MctxConfig
+from turbozero.training.algorithms import algorithm_class, build_algorithm, evaluation_search
 
 _UNSET: Any = object()
 
 
 def _runtime_class(search: Any) -> type:
-    from turbozero.training.algorithms import algorithm_class
-
     return algorithm_class(search)
 
 
@@ -49,8 +49,6 @@ class _AlgorithmConfig:
 
     @classmethod
     def _base(cls) -> type:
-        import importlib
-
         module, _, name = cls.runtime_base.partition(":")
         return getattr(importlib.import_module(module), name)
 
@@ -82,15 +80,11 @@ class _AlgorithmConfig:
 
     def build(self, env: Any, apply_fn: Any, value_format: Any) -> Any:
         """The runtime algorithm for `env`, checked against it (ValueError if unsuitable)."""
-        from turbozero.training.algorithms import build_algorithm
-
         return build_algorithm(env, apply_fn, value_format, self.search, self.eval_search)
 
     def derived_field(self, name: str) -> Any:
         """What a field left None stands for (`--set eval_search.x=...` edits it)."""
         if name == "eval_search":
-            from turbozero.training.algorithms import evaluation_search
-
             return evaluation_search(self.search)
         return None
 
@@ -162,15 +156,16 @@ class TD(_AlgorithmConfig):
 
 def _default(which: str) -> Any:
     """The default search of an algorithm whose module is imported only when needed."""
+    # each algorithm's module on use: a run loads only the algorithm it trains with
     if which == "mcgs":
-        from turbozero.search.mcgs import MCGSConfig
+        from turbozero.search.mcgs import MCGSConfig  # on use, as above
 
         return MCGSConfig()
     if which == "muzero":
-        from turbozero.training.muzero import MuZeroConfig
+        from turbozero.training.muzero import MuZeroConfig  # on use, as above
 
         return MuZeroConfig()
-    from turbozero.training.td import TDConfig
+    from turbozero.training.td import TDConfig  # on use, as above
 
     return TDConfig()
 

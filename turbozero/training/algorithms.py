@@ -22,6 +22,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 import functools
+import importlib
 from typing import Any, Callable, Optional
 
 import jax
@@ -41,6 +42,7 @@ from turbozero.training.loss_fns import az_loss_fn, simultaneous_loss_fn
 from turbozero.training.stored_observations import ObservationPlanes
 from turbozero.training.stored_policies import DensePolicy
 from turbozero.training.types import SelfPlayTargets
+from turbozero.games import build_network
 
 # policy(variables, states[B], key) -> actions [B] (turn-based) or [B, P] (simultaneous)
 PolicyFn = Callable[[Any, State, jax.Array], jax.Array]
@@ -114,8 +116,6 @@ class Algorithm(abc.ABC):
     def build_network(cls, spec: Any, env: Env, network_config: dict) -> Any:
         """The flax module this algorithm trains: the game's trunk and value head
         (`turbozero.games.build_network`); a learned-model algorithm builds its model."""
-        from turbozero.games import build_network
-
         return build_network(spec, env, network_config)
 
     # ------------------------------------------------------------------- acting
@@ -316,8 +316,6 @@ _LIBRARY_ALGORITHMS = ("turbozero.training.muzero", "turbozero.training.cpu_alph
 
 def algorithm_class(search_config: Any) -> type:
     """The algorithm registered for the type of `search_config` (ValueError if none)."""
-    import importlib
-
     for module in _LIBRARY_ALGORITHMS:
         importlib.import_module(module)
     for config_type, algorithm in ALGORITHMS.items():

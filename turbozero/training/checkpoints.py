@@ -37,6 +37,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 from turbozero.training import distributed
+from turbozero.training.metrics import metric_lines
 
 MARKER = "turbozero_run.json"
 # agree_min's stand-in for "no checkpoint": larger than any step, so any real step wins
@@ -504,8 +505,6 @@ class RunDirectory:
         run writes the later ones again. A half-written last line (a run killed mid-write) is
         dropped too. Rewritten by rename, like the marker; by the primary process only, the
         one that writes metrics."""
-        from turbozero.training.metrics import metric_lines
-
         if not distributed.is_primary() or not os.path.exists(self.metrics_path):
             return
         kept = [line if line.endswith("\n") else line + "\n"

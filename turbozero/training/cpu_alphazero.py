@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from envs.core import Env
+from turbozero.search.cpu import require_extension
 from turbozero.search.cpu.selfplay import CPUSelfPlayConfig, cpu_self_play, make_pool_evaluator
 from turbozero.search.kernel import TreeSearchConfig
 from turbozero.search.roots import PUCTRoot
@@ -59,8 +60,6 @@ class CPUAlphaZero(AlphaZeroAlgorithm):
         # built, at the first self-play, after the Trainer has written the run directory: build
         # one now and drop it (its pools allocate on demand; 0.1 ms), so that a bad setting is
         # a ValueError before anything is written
-        from turbozero.search.cpu import require_extension
-
         require_extension().Coordinator(search_config.to_native())
         # one pool evaluator for the whole run (its batch tiers compile once); the key only
         # seeds the games' starting states, which are fixed for the games this path plays
@@ -69,8 +68,6 @@ class CPUAlphaZero(AlphaZeroAlgorithm):
 
     @classmethod
     def check_env(cls, env: Env) -> None:
-        from turbozero.search.cpu import require_extension
-
         require_extension()  # a clear error naming how to build it when it is missing
         if env.is_simultaneous or env.is_stochastic or env.num_players > 2:
             raise ValueError(f"{env.id}: the CPU path searches deterministic turn-based games "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import struct
 import warnings
 from typing import Any, Iterable, Iterator, Optional
 
@@ -85,10 +86,8 @@ class TensorBoardWriter:
 def read_tensorboard(log_dir: str) -> dict[str, list[tuple[int, float]]]:
     """{tag: [(step, value), ...]} of the scalars in every event file of `log_dir`, in the
     order written (files by name): a reader that needs only tensorboardX, not TensorFlow."""
-    import struct
-
     require_tensorboardx()  # missing: the one-line ValueError naming the install
-    from tensorboardX.proto import event_pb2
+    from tensorboardX.proto import event_pb2  # optional (the tensorboard extra), checked above
     out: dict[str, list[tuple[int, float]]] = {}
     for name in sorted(os.listdir(log_dir)):
         if "tfevents" not in name:
@@ -234,6 +233,7 @@ def plot_metrics(
     shows the returned Figure, and `save_to="curves.png"` writes it to a file (in a script, save
     it; `turbozero plot RUN_DIR` does).
     """
+    # matplotlib (0.5 s to import) only when curves are drawn
     from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
 

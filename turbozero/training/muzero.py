@@ -24,6 +24,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from envs.core import Env, State
+from turbozero.networks.muzero import MuZeroNet
 from turbozero.networks.value_formats import MoverRelativeValues
 from turbozero.search.kernel import TreeSearchConfig, tree_search
 from turbozero.search.learned import LearnedModel
@@ -208,8 +209,6 @@ class MuZeroAlgorithm(Algorithm):
 
     @classmethod
     def build_network(cls, spec, env, network_config):
-        from turbozero.networks.muzero import MuZeroNet
-
         obs = jax.eval_shape(env.observe, env.init(jax.random.PRNGKey(0)))
         cfg = dict(network_config)
         # the sizes a config may set: MuZeroNet's fields but those fixed by the env below (a

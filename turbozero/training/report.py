@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from turbozero.games import GAMES
+
 # The keys of one opponent's result (`evaluation.match_summary`), in table order.
 RESULT_KEYS = ("games", "finished", "unfinished", "wins", "draws", "losses", "win_rate",
                "draw_rate", "loss_rate", "mean_return", "mean_return_se", "steps")
@@ -54,8 +56,6 @@ LOSS_PARTS = {
 def describe_opponent(name: str, env: Any) -> str:
     """What an evaluation opponent is, in one line (the same words on every screen): the
     description the game registers for it (`turbozero.games`), else the generic one."""
-    from turbozero.games import GAMES
-
     spec = GAMES.get(getattr(env, "id", ""))
     for opponent in (spec.opponents if spec is not None else ()):
         if opponent.name == name:

@@ -23,13 +23,18 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import inspect
 import json
 import os
 import types
 import typing
 from typing import Any, Sequence
 
+import envs
 from turbozero.games import MOVED_MODULES as GAME_MODULES_MOVED
+from turbozero.training.algorithm_configs import algorithm_with, is_algorithm_config
+from turbozero.training.algorithms import tree_config
+from turbozero.training.checkpoints import read_marker
 from turbozero.training.config import TrainConfig
 
 DATACLASS_TAG = "__dataclass__"
@@ -394,8 +399,6 @@ SIMULATIONS = "num_simulations"
 def _simulations_path(search: Any) -> list[str]:
     """The fields from `search` down to the config holding num_simulations (`tree_config`'s
     walk through `.search`); [] when `search` holds it itself or nothing does."""
-    from turbozero.training.algorithms import tree_config
-
     try:
         target = tree_config(search)
     except ValueError:
@@ -416,12 +419,8 @@ def env_options(game: str) -> dict[str, Any] | None:
     """{option: annotation} of the keyword arguments `envs.make(game, ...)` takes (what
     `TrainConfig.env_config` may hold), read from the env class's signature; None when the
     class takes any keyword (**kwargs) or the game is unknown (envs.make names that)."""
-    import inspect
-
-    import envs
-
     if game.startswith("pgx/"):
-        from envs.pgx_adapter import PgxAdapter as cls
+        from envs.pgx_adapter import PgxAdapter as cls  # pgx's games load pgx only on use
         skip = 1  # the pgx id, given by the name
     else:
         target = envs._REGISTRY.get(game)  # name -> "module:Class", imported on first use
@@ -546,8 +545,6 @@ def parse_overrides(config: Any, pairs: Sequence[str]) -> dict[str, Any]:
 def _follow_search(algorithm: Any) -> Any:
     """An algorithm config whose search was set to another algorithm's (`--set search={...}`
     of another class) turned into that algorithm's config, as `TrainConfig(search=...)` is."""
-    from turbozero.training.algorithm_configs import algorithm_with, is_algorithm_config
-
     if is_algorithm_config(algorithm) and not type(algorithm).trains_with(algorithm.search):
         try:
             return algorithm_with(algorithm, search=algorithm.search)
@@ -567,8 +564,6 @@ def load_run_config(run_dir: str) -> Any:
     """The `TrainConfig` a run directory holds (made by `turbozero train` or by
     `Trainer(config, run_dir=...)`); runs made before configs were stored are read from the
     preset and overrides their `cli.json` recorded."""
-    from turbozero.training.checkpoints import read_marker
-
     if not os.path.isdir(run_dir):
         raise ValueError(f"{run_dir} does not exist")
     marker = read_marker(run_dir)
@@ -576,10 +571,12 @@ def load_run_config(run_dir: str) -> Any:
         return config_from_json(marker["config"])
     legacy = os.path.join(run_dir, "cli.json")
     if os.path.exists(legacy):
-        from turbozero.presets import get_preset
-
         with open(legacy, encoding="utf-8") as f:
             made = json.load(f)
+        # on use only: turbozero.presets imports every game's package, and through them the
+        # training package, whose loop imports this module while it is being made
+        from turbozero.presets import get_preset
+
         return get_preset(made["game"], made["preset"], **_tuplify(made.get("overrides", {})))
     raise ValueError(f"{run_dir} was made by a turbozero that did not store the run's config; "
                      "train it again to evaluate or resume it")

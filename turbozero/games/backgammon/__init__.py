@@ -9,6 +9,7 @@ from turbozero.networks.value_formats import FourWayValue
 
 
 def _gnubg_match(env, agent, variables, key, num_games, max_steps):
+    # on use: the match needs gnubg (optional, the backgammon extra) and its bridge (0.4 s)
     from turbozero.games.backgammon.gnubg_match import play_against_gnubg
 
     return play_against_gnubg(env, agent, variables, key, num_games, max_steps)

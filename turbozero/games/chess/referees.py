@@ -80,7 +80,7 @@ class StockfishSettings:
 def open_stockfish(settings: StockfishSettings = StockfishSettings()) -> Any:
     """A started `chess.engine.SimpleEngine` configured by `settings` (call `.quit()`)."""
     chess = require_python_chess("the stockfish opponent")
-    import chess.engine
+    import chess.engine  # python-chess is optional (the chess extra), checked just above
 
     engine = chess.engine.SimpleEngine.popen_uci(find_stockfish(settings.path))
     try:
@@ -122,7 +122,7 @@ def play_stockfish_match(
         if isinstance(value, bool) or int(value) < 1:
             raise ValueError(f"play_against_stockfish: {name} must be >= 1, got {value}")
     chess = require_python_chess("the stockfish opponent")
-    import chess.engine
+    import chess.engine  # python-chess is optional (the chess extra), checked just above
 
     # imported here: turbozero.games registers this module's opponents, and the training
     # package imports turbozero.games

@@ -7,13 +7,12 @@ from __future__ import annotations
 from typing import Callable
 
 from envs.core import Env
+from envs.gomoku.extender import line_extender
 from turbozero.games.spec import GameSpec, Opponent
 from turbozero.networks.value_formats import MoverRelativeValues
 
 
 def _gomoku_extender(env: Env) -> Callable:
-    from envs.gomoku.extender import line_extender
-
     return line_extender(env)
 
 
