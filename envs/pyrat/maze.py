@@ -433,22 +433,24 @@ class NearestCheese:
     repaired when cheese is eaten instead of recomputed for every observation.
 
     Two fields per game, both [H, W]: `dist` (the distance, `cap` where no cheese is
-    reachable) and `near` (the flat index of a cheese at that distance). `fresh` builds them from
-    the cheese; `repair` updates them after cheese is eaten: a cell whose recorded cheese is still
-    there keeps its distance (removing cheese cannot bring any nearer, and that one still is at
-    `dist`), every other cell starts unreached and Bellman-Ford relaxation from its neighbours
-    settles it. Only the eaten cheese's region moves, in a few rounds, and games that ate nothing
-    start settled (where the time went: docs/benchmarks.md, "PyRat env step (issue 34 item 6)").
+    reachable) and `near` (the flat index of a cheese at that distance: of equal ones the lowest,
+    so both fields are a function of maze and cheese alone, however they were reached). `fresh`
+    builds them from the cheese; `repair` updates them after cheese is eaten: a cell whose
+    recorded cheese is still there keeps both (removing cheese cannot bring any nearer, and that
+    one still is the least (distance, index)), every other cell starts unreached and Bellman-Ford
+    relaxation from its neighbours settles it. Only the eaten cheese's region moves, in a few
+    rounds, and games that ate nothing skip the loop (where the time went: docs/benchmarks.md,
+    "PyRat env step (issue 34 item 6)").
 
-    Relaxation is Jacobi rounds (each cell reads its neighbours' previous values; of equal
-    candidates the first direction in UP, RIGHT, DOWN, LEFT order wins, the held value over
-    any), until nothing changes. Under `vmap` the batched rule (`custom_vmap`) runs one loop for
-    the games that lost cells, stopping when none of them changed: a settled game's round
-    changes nothing, so each game gets what its own loop gives (a per-game stop condition under
-    `vmap` cost 10x the loop itself, same section). Those games are first gathered into the
-    smallest of a few fixed sizes that holds them (B/16 or B/4, at least 8; else the whole
-    batch): random play eats cheese in about 1 game in 60 per step, and the loop's cost grows
-    with the games it carries.
+    Relaxation minimises (distance, index) pairs until nothing changes. On int16 boards the pair
+    is one int32, the distance in the high 16 bits, so a round is four adds and minimums over one
+    array (two arrays and their selects were twice the kernels, same section). Under `vmap` the
+    batched rule (`custom_vmap`) runs one loop for the games that ate, stopping when none of them
+    changed: a settled game's round changes nothing, so each game gets what its own loop gives (a
+    per-game stop condition under `vmap` cost 10x the loop itself, same section). Those games
+    are first gathered into the smallest of a few fixed sizes that holds them (B/16 or B/4, at
+    least 8; else the whole batch): random play eats cheese in about 1 game in 60 per step, and
+    the loop's cost grows with the games it carries.
     """
 
     def __init__(self, width: int, height: int, max_weight: int) -> None:
@@ -456,65 +458,86 @@ class NearestCheese:
         self.n = n = width * height
         self.dtype, self.cap = distance_dtype(width, height, max_weight)
         self.index_dtype = jnp.int16 if n <= 32767 else jnp.int32
+        # (distance << 16 | index) in int32: int16 distances, indices below 2**16, and the
+        # largest candidate ((2 * cap + 1) << 16 plus an index) below 2**31
+        self.packed = self.dtype == jnp.int16
         self.offsets = [int(DY[d]) * width + int(DX[d]) for d in range(4)]  # flat neighbours
 
         @jax.custom_batching.custom_vmap
-        def settle(cost, dist, near, lost):
+        def settle(cost, dist, near, eaten, changed):
             d, i = self._settle_batch(cost[None], dist.reshape(1, n), near.reshape(1, n),
-                                      lost.reshape(1, n))
+                                      jnp.reshape(eaten, (1, -1)), jnp.reshape(changed, (1,)))
             return d.reshape(height, width), i.reshape(height, width)
 
         @settle.def_vmap
-        def _batched(axis_size, in_batched, cost, dist, near, lost):
+        def _batched(axis_size, in_batched, cost, dist, near, eaten, changed):
             # (an unbatched constant may arrive as a Python scalar)
-            cost, dist, near, lost = (
+            cost, dist, near, eaten, changed = (
                 x if b else jnp.broadcast_to(jnp.asarray(x), (axis_size,) + jnp.shape(x))
-                for x, b in zip((cost, dist, near, lost), in_batched))
+                for x, b in zip((cost, dist, near, eaten, changed), in_batched))
             d, i = self._settle_batch(cost, dist.reshape(axis_size, n),
-                                      near.reshape(axis_size, n), lost.reshape(axis_size, n))
+                                      near.reshape(axis_size, n),
+                                      eaten.reshape(axis_size, -1), changed)
             shape = (axis_size, height, width)
             return (d.reshape(shape), i.reshape(shape)), (True, True)
 
         self._settle_fn = settle
 
-    def _weights(self, cost: jax.Array) -> jax.Array:
-        """[b, H, W, 4] -> [b, n, 4] in the distance dtype. A wall or the board edge weighs
-        `cap`: crossing it never beats an unreached cell, and it also stops the flat left/right
-        shifts from wrapping round to the next row."""
-        c = cost.reshape(cost.shape[0], self.n, 4)
-        return jnp.where(c > 0, c, self.cap).astype(self.dtype)
+    def _shifted(self, a: jax.Array, off: int, fill: Any) -> jax.Array:
+        """out[:, i] = a[:, i + off] for a [b, n], `fill` off the board."""
+        f = jnp.full((a.shape[0], abs(off)), fill, a.dtype)
+        n = self.n
+        return (jnp.concatenate([a[:, off:], f], 1) if off > 0
+                else jnp.concatenate([f, a[:, :n + off]], 1))
 
     def _loop(self, cost, dist, near):
-        """cost [b, H, W, 4], dist and near [b, n] -> their fixed point (one loop for all b)."""
+        """cost [b, H, W, 4], dist and near [b, n] -> their fixed point (one loop for all b).
+        A wall or the board edge weighs `cap + 1`: a path across it never beats an unreached
+        cell, and it also stops the flat left/right shifts from wrapping round to the next row."""
         b, n = dist.shape
-        weights = self._weights(cost).transpose(2, 0, 1)  # [4, b, n]: each read contiguous
-        fill_d = jnp.full((b, self.width), self.cap, self.dtype)
-        fill_i = jnp.zeros((b, self.width), self.index_dtype)
+        c = cost.reshape(b, n, 4)
+        cap = self.cap
+        if self.packed:
+            # [4, b, n], each direction's weights contiguous, already in the distance bits
+            w = (jnp.where(c > 0, c, cap + 1) << 16).transpose(2, 0, 1)
+            p0 = (dist.astype(jnp.int32) << 16) | near.astype(jnp.int32)
 
-        def shifted(a, off, fill):  # out[:, i] = a[:, i + off], `fill` off the board
-            f = fill[:, :abs(off)]
-            return (jnp.concatenate([a[:, off:], f], 1) if off > 0
-                    else jnp.concatenate([f, a[:, :n + off]], 1))
+            def body(carry):
+                p, _ = carry
+                new = p
+                for k in range(4):
+                    new = jnp.minimum(new, w[k] + self._shifted(p, self.offsets[k], cap << 16))
+                return new, jnp.any(new != p)
 
-        def body(c):
-            d, i, _ = c
+            p = jax.lax.while_loop(lambda carry: carry[1], body, (p0, jnp.array(True)))[0]
+            return (p >> 16).astype(self.dtype), (p & 0xFFFF).astype(self.index_dtype)
+
+        w = jnp.where(c > 0, c, cap + 1).astype(self.dtype).transpose(2, 0, 1)
+
+        def body(carry):
+            d, i, _ = carry
             new, idx = d, i
             for k in range(4):
-                cand = weights[k] + shifted(d, self.offsets[k], fill_d)
-                better = cand < new
-                new = jnp.where(better, cand, new)
-                idx = jnp.where(better, shifted(i, self.offsets[k], fill_i), idx)
-            return new, idx, jnp.any(new != d)
+                cd = w[k] + self._shifted(d, self.offsets[k], cap)
+                ci = self._shifted(i, self.offsets[k], 0)
+                better = (cd < new) | ((cd == new) & (ci < idx))
+                new, idx = jnp.where(better, cd, new), jnp.where(better, ci, idx)
+            return new, idx, jnp.any(new != d) | jnp.any(idx != i)
 
-        d, i, _ = jax.lax.while_loop(lambda c: c[2], body, (dist, near, jnp.array(True)))
+        d, i, _ = jax.lax.while_loop(lambda carry: carry[2], body, (dist, near, jnp.array(True)))
         return d, i
 
-    def _settle_batch(self, cost, dist, near, lost):
-        """[B, ...] games; `lost` bool[B, n] marks the cells restarted (their `dist` is `cap`
-        already). Games with no lost cell are settled and skip the loop; the others are gathered
-        into the smallest size that holds them (class docstring)."""
+    def _restart_and_settle(self, cost, dist, near, eaten):
+        """[b, ...]: the cells whose recorded cheese is in `eaten` ([b, k], -1 for none)
+        restart unreached, then the loop."""
+        lost = jnp.any(near[..., None].astype(jnp.int32) == eaten[:, None, :], axis=-1)
+        return self._loop(cost, jnp.where(lost, self.cap, dist).astype(self.dtype), near)
+
+    def _settle_batch(self, cost, dist, near, eaten, changed):
+        """[B, ...] games; `changed` bool[B] marks the games to settle (the others are settled
+        and skip the loop); they are gathered into the smallest size that holds them (class
+        docstring)."""
         b = dist.shape[0]
-        changed = jnp.any(lost, axis=1)
         count = jnp.sum(changed)
         sizes = sorted({min(max(8, b // 16), b), min(max(8, b // 4), b)} - {b})
 
@@ -522,14 +545,13 @@ class NearestCheese:
             return dist, near
 
         def full(_):
-            return self._loop(cost, dist, near)
+            return self._restart_and_settle(cost, dist, near, eaten)
 
         def compact(k):
             def run(_):
                 idx = jnp.nonzero(changed, size=k, fill_value=b)[0]  # b: padding, dropped
-                sub = jnp.take(cost, idx, axis=0, mode="clip")
-                d, i = self._loop(sub, jnp.take(dist, idx, axis=0, mode="clip"),
-                                  jnp.take(near, idx, axis=0, mode="clip"))
+                d, i = self._restart_and_settle(
+                    *(jnp.take(a, idx, axis=0, mode="clip") for a in (cost, dist, near, eaten)))
                 return (dist.at[idx].set(d, mode="drop"), near.at[idx].set(i, mode="drop"))
             return run
 
@@ -544,25 +566,28 @@ class NearestCheese:
         """(dist, near) of `cheese` (bool[H, W]) in the maze `cost` (int32[H, W, 4])."""
         dist = jnp.where(cheese, 0, self.cap).astype(self.dtype)
         near = jnp.arange(self.n, dtype=self.index_dtype).reshape(self.height, self.width)
-        return self._settle_fn(cost, dist, near, jnp.ones(cheese.shape, bool))
+        return self._settle_fn(cost, dist, near, jnp.full((1,), -1, jnp.int32), jnp.array(True))
 
     def repair(self, cost: jax.Array, dist: jax.Array, near: jax.Array,
                eaten: jax.Array) -> tuple[jax.Array, jax.Array]:
         """(dist, near) after the cheese at the flat cells `eaten` (int32[k], -1 for none) is
-        gone: the cells whose recorded cheese was eaten restart unreached."""
-        lost = jnp.any(near[..., None].astype(jnp.int32) == eaten, axis=-1)
-        dist = jnp.where(lost, self.cap, dist).astype(self.dtype)
-        return self._settle_fn(cost, dist, near, lost)
+        gone: the cells whose recorded cheese was eaten restart unreached. A game that ate
+        nothing is left as it is (an eaten cheese's cell records itself, so one eaten means a
+        cell to restart; testing `eaten` is a few compares instead of a reduction over the
+        board, which was a quarter of the step at batch 64: docs/benchmarks.md, same section)."""
+        eaten = jnp.asarray(eaten, jnp.int32)
+        return self._settle_fn(cost, dist, near, eaten, jnp.any(eaten >= 0))
 
     def fresh_numpy(self, cost: np.ndarray, cheese: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """`fresh` in numpy, the same rounds (for a fixed maze: made once, not at every init)."""
+        """`fresh` in numpy (for a fixed maze: made once, not at every init); the least
+        (distance, index) pairs, packed into int64."""
         n, cap = self.n, self.cap
-        w = np.where(cost.reshape(n, 4) > 0, cost.reshape(n, 4), cap).astype(np.int64).T
-        d = np.where(cheese.reshape(n), 0, cap).astype(np.int64)
-        i = np.arange(n, dtype=np.int64)
+        c = cost.reshape(n, 4).astype(np.int64)
+        w = (np.where(c > 0, c, cap + 1) << 32).T
+        p = (np.where(cheese.reshape(n), 0, cap).astype(np.int64) << 32) | np.arange(n)
 
-        def shifted(a, off, fill):
-            out = np.full_like(a, fill)
+        def shifted(a, off):
+            out = np.full_like(a, cap << 32)
             if off > 0:
                 out[:n - off] = a[off:]
             else:
@@ -570,18 +595,15 @@ class NearestCheese:
             return out
 
         while True:
-            new, idx = d.copy(), i.copy()
+            new = p.copy()
             for k in range(4):
-                cand = w[k] + shifted(d, self.offsets[k], cap)
-                better = cand < new
-                new = np.where(better, cand, new)
-                idx = np.where(better, shifted(i, self.offsets[k], 0), idx)
-            if (new == d).all():
+                new = np.minimum(new, w[k] + shifted(p, self.offsets[k]))
+            if (new == p).all():
                 break
-            d, i = new, idx
+            p = new
         shape = (self.height, self.width)
-        return (d.astype(np.dtype(self.dtype)).reshape(shape),
-                i.astype(np.dtype(self.index_dtype)).reshape(shape))
+        return ((p >> 32).astype(np.dtype(self.dtype)).reshape(shape),
+                (p & 0xFFFFFFFF).astype(np.dtype(self.index_dtype)).reshape(shape))
 
     def finish(self, dist: jax.Array) -> jax.Array:
         """int32[H, W]: `dist` with `BIG` where no cheese is reachable (`distance_to_cheese`)."""
