@@ -13,6 +13,7 @@ Layout (shared by the env, the search and the renderers):
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 from typing import Any, Union
@@ -241,22 +242,50 @@ def components(is_open: jax.Array, width: int, height: int) -> jax.Array:
     `is_open` is bool[passages] in `_passage_ends` order. Hooking (each open passage lowers the
     label its ends point to) plus pointer jumping (label = label[label]) settles in a few dozen
     rounds, where a flood needs one round per cell of the longest path (hundreds on big mazes).
+
+    Under `vmap` (`custom_vmap`) the games' labels are one flat array, so each hooking is one
+    scatter over the batch (a scatter with batch dimensions, as `vmap` makes it, took 2-3x as
+    long), and one loop runs until no game changed (a settled game's round changes nothing).
+    Where maze generation's time goes: docs/benchmarks.md, "PyRat env step (issue 34 item 6)".
     """
-    n = width * height
+    return _components_fn(width, height)(is_open)
+
+
+def _components_batch(is_open: jax.Array, width: int, height: int) -> jax.Array:
+    """`components` of a batch: is_open bool[B, passages] -> int32[B, H * W]."""
+    batch, n = is_open.shape[0], width * height
     a, b = _passage_ends(width, height)
+    offset = (jnp.arange(batch, dtype=jnp.int32) * n)[:, None]  # game g's cells: g*n + cell
 
     def body(c):
-        label, _ = c
-        la, lb = label[a], label[b]
-        low = jnp.minimum(la, lb)
-        # closed passages write to index n, which mode="drop" ignores
-        new = label.at[jnp.where(is_open, la, n)].min(low, mode="drop")
-        new = new.at[jnp.where(is_open, lb, n)].min(low, mode="drop")
+        flat, _ = c  # [B * n]: each game's labels, offset by its first cell
+        label = flat.reshape(batch, n)
+        la, lb = label[:, a], label[:, b]
+        low = jnp.minimum(la, lb).reshape(-1)
+        # closed passages write past the end, which mode="drop" ignores
+        new = flat.at[jnp.where(is_open, la, batch * n).reshape(-1)].min(low, mode="drop")
+        new = new.at[jnp.where(is_open, lb, batch * n).reshape(-1)].min(low, mode="drop")
         new = new[new][new]
-        return new, jnp.any(new != label)
+        return new, jnp.any(new != flat)
 
-    start = jnp.arange(n, dtype=jnp.int32)
-    return jax.lax.while_loop(lambda c: c[1], body, (start, jnp.array(True)))[0]
+    start = jnp.arange(batch * n, dtype=jnp.int32)
+    flat = jax.lax.while_loop(lambda c: c[1], body, (start, jnp.array(True)))[0]
+    return flat.reshape(batch, n) - offset
+
+
+@functools.lru_cache(maxsize=None)
+def _components_fn(width: int, height: int):
+    @jax.custom_batching.custom_vmap
+    def run(is_open):
+        return _components_batch(is_open[None], width, height)[0]
+
+    @run.def_vmap
+    def _batched(axis_size, in_batched, is_open):
+        if not in_batched[0]:
+            is_open = jnp.broadcast_to(is_open, (axis_size,) + is_open.shape)
+        return _components_batch(is_open, width, height), True
+
+    return run
 
 
 def _twin(flat_h: jax.Array, flat_v: jax.Array) -> jax.Array:
@@ -573,8 +602,8 @@ class NearestCheese:
         """(dist, near) after the cheese at the flat cells `eaten` (int32[k], -1 for none) is
         gone: the cells whose recorded cheese was eaten restart unreached. A game that ate
         nothing is left as it is (an eaten cheese's cell records itself, so one eaten means a
-        cell to restart; testing `eaten` is a few compares instead of a reduction over the
-        board, which was a quarter of the step at batch 64: docs/benchmarks.md, same section)."""
+        cell to restart; testing `eaten` is a few compares where a reduction over the board was
+        the largest kernel of a repair with nothing eaten: docs/benchmarks.md, same section)."""
         eaten = jnp.asarray(eaten, jnp.int32)
         return self._settle_fn(cost, dist, near, eaten, jnp.any(eaten >= 0))
 
