@@ -166,17 +166,34 @@ def test_the_old_mctx_config_name_warns_and_still_loads():
     assert isinstance(loaded.search, MctxConfig) and loaded.search.num_simulations == 7
 
 
-def _imports(path: pathlib.Path, modules: dict) -> set:
-    """The library modules `path` imports, at module level or inside functions."""
+def _lazy_exports(path: pathlib.Path) -> dict:
+    """A package `__init__`'s `_LAZY_EXPORTS` (name -> module that defines it; the names it
+    loads on first use), or {}."""
+    for node in ast.parse(path.read_text()).body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                and getattr(node.targets[0], "id", None) == "_LAZY_EXPORTS"):
+            return ast.literal_eval(node.value)
+    return {}
+
+
+def _imports(path: pathlib.Path, modules: dict, lazy: dict = {}) -> set:
+    """The library modules `path` imports, at module level or inside functions: a name a
+    package loads lazily counts as its module (`lazy`: package -> `_LAZY_EXPORTS`)."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module:
             for alias in node.names:
                 full = f"{node.module}.{alias.name}"
-                found.add(full if full in modules else node.module)
+                found.add(full if full in modules
+                          else lazy.get(node.module, {}).get(alias.name, node.module))
         elif isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
     return found & set(modules)
+
+
+def _packages_above(module: str, modules: dict) -> set:
+    parts = module.split(".")
+    return {".".join(parts[:i]) for i in range(1, len(parts))} & set(modules)
 
 
 @pytest.mark.parametrize("packages", [("turbozero/search",), ("turbozero/training",),
@@ -186,14 +203,24 @@ def test_no_import_circle(packages):
     function (kernel, mctx_policies and one_ply once did, through function-level imports;
     presets -> training.loop -> run_config -> presets and equity.met <-> equity.value too).
     A package's `__init__` counts as the package: each game's public module is one
-    (`envs.chess`), and a rules module importing it back would be a circle."""
+    (`envs.chess`), and a rules module importing it back would be a circle. Importing a module
+    runs the `__init__`s of the packages above it first, so that counts as importing them
+    (an eager `turbozero/training/__init__.py` once made `turbozero.games` and
+    `turbozero.training` import each other that way); a name a package loads lazily counts as
+    an import of the module that defines it."""
     modules = {}
     for path in (p for package in packages for p in (ROOT / package).rglob("*.py")):
         name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
         modules[name.removesuffix(".__init__")] = path
     if "envs" in packages:
         assert "envs.chess" in modules  # the games' public modules are in the graph
-    graph = {m: _imports(p, modules) - {m} for m, p in modules.items()}
+    lazy = {m: _lazy_exports(p) for m, p in modules.items() if p.name == "__init__.py"}
+    graph = {}
+    for m, p in modules.items():
+        deps = _imports(p, modules, lazy) - {m}
+        # the packages above an import run first, but not those above `m`: they are running
+        graph[m] = deps.union(*(_packages_above(d, modules) for d in deps)) - (
+            _packages_above(m, modules) | {m})
     state: dict = {}
 
     def visit(m, stack):

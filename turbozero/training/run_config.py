@@ -32,6 +32,7 @@ from typing import Any, Sequence
 
 import envs
 from turbozero.games import MOVED_MODULES as GAME_MODULES_MOVED
+from turbozero.presets import get_preset
 from turbozero.training.algorithm_configs import algorithm_with, is_algorithm_config
 from turbozero.training.algorithms import tree_config
 from turbozero.training.checkpoints import read_marker
@@ -573,10 +574,6 @@ def load_run_config(run_dir: str) -> Any:
     if os.path.exists(legacy):
         with open(legacy, encoding="utf-8") as f:
             made = json.load(f)
-        # on use only: turbozero.presets imports every game's package, and through them the
-        # training package, whose loop imports this module while it is being made
-        from turbozero.presets import get_preset
-
         return get_preset(made["game"], made["preset"], **_tuplify(made.get("overrides", {})))
     raise ValueError(f"{run_dir} was made by a turbozero that did not store the run's config; "
                      "train it again to evaluate or resume it")
