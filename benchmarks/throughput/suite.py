@@ -15,10 +15,12 @@ one process, each timed call blocked until its results are ready):
 - mcgs: playouts/s of the graph search on the simultaneous-move game at batch 1, 64 and 1024,
   with and without transpositions.
 - training: samples/s of the same updates as one jitted call per update from Python
-  (`trainer.PerStepUpdates`) and as one `lax.scan` (`trainer.ScanUpdates`).
+  (`updates.PerStepUpdates`) and as one `lax.scan` (`updates.ScanUpdates`).
 
 Every row also gives the seconds its compiled functions took to lower and compile (XLA, cold:
-the suite sets no persistent cache). Timed calls go through `benchmarks/tools/timing.py`, which
+the suite sets no persistent cache unless `--compile-cache DIR` names one; the test suite's run
+does, so that CI compiles the quick suite's functions once, and its compile seconds are then
+mostly cache loads). Timed calls go through `benchmarks/tools/timing.py`, which
 refuses a timed call that compiles or runs JAX eagerly. `DIR/suite.json` is rewritten after
 every row (a run cut short keeps what it measured); `DIR/suite.md` holds the tables.
 """
@@ -377,9 +379,16 @@ def main(argv: Optional[list[str]] = None) -> dict:
     p.add_argument("--out", required=True, help="folder for suite.json and suite.md")
     p.add_argument("--quick", action="store_true", help="small sizes (CPU, under 3 minutes)")
     p.add_argument("--sections", nargs="+", choices=list(SECTIONS), default=list(SECTIONS))
+    p.add_argument("--compile-cache", metavar="DIR",
+                   help="keep compiles in this persistent XLA cache (default: none, every "
+                        "compile cold, as the compile seconds should be read)")
     args = p.parse_args(argv)
     sizes = QUICK if args.quick else FULL
     report = Report(args.out, "quick" if args.quick else "full")
+    if args.compile_cache:
+        jax.config.update("jax_compilation_cache_dir", args.compile_cache)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    report.meta["compile_cache"] = args.compile_cache  # compile seconds are cache loads if set
     print(f"{report.meta}", flush=True)
     failed = []
     for name in args.sections:
