@@ -218,13 +218,9 @@ class PyRat(Env):
         on = state.cheese[ny, nx] & arrived
         shared = on[0] & on[1] & (nx[0] == nx[1]) & (ny[0] == ny[1])
         reward = jnp.where(on, jnp.where(shared, 0.5, 1.0), 0.0).astype(jnp.float32)
-        # the eaten cells by comparison with each cell's index: one fused pass where a scatter
-        # was a copy and a scatter kernel (docs/benchmarks.md, "PyRat env step (issue 34 item 6)")
-        eaten = jnp.where(on, ny * self.width + nx, -1)
-        cells = jnp.arange(self.height * self.width, dtype=jnp.int32).reshape(self.height, self.width)
-        cheese = state.cheese & (cells != eaten[0]) & (cells != eaten[1])
+        cheese = state.cheese.at[ny, nx].set(state.cheese[ny, nx] & ~on)
         dist, near = self._nearest.repair(state.maze, state.cheese_distance, state.nearest_cheese,
-                                          eaten)
+                                          jnp.where(on, ny * self.width + nx, -1))
         scores = state.scores + reward
         over = jnp.any(scores > state.initial_cheese / 2) | ~jnp.any(cheese)
         cut = ~over & (state.step_count >= self.max_episode_steps)
