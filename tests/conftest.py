@@ -10,7 +10,10 @@ _CACHE = os.environ.get(
     "TURBOZERO_JAX_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "turbozero-jax")
 )
 jax.config.update("jax_compilation_cache_dir", _CACHE)
-jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+# every compile cached, however short: warm, tests/search/test_root_noise.py and
+# tests/training/test_stored_policies.py took 70 s against 135 s with only compiles of 0.5 s
+# or more cached (load 5), as the CLI found (turbozero/compile_cache.py)
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 
 
 # Paco Ŝako fixtures shared by its three test files (one environment, one jitted init)

@@ -16,7 +16,7 @@ def run_notebook(name: str, **env: str) -> list:
     nb = nbformat.read(os.path.join(ROOT, "notebooks", name), as_version=4)
     # the kernel is another process: hand it the suite's persistent compilation cache
     env = dict(env, JAX_COMPILATION_CACHE_DIR=jax.config.jax_compilation_cache_dir or "",
-               JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0.5")
+               JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")  # all, as tests/conftest.py
     old = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
