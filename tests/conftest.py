@@ -14,6 +14,10 @@ jax.config.update("jax_compilation_cache_dir", _CACHE)
 # tests/training/test_stored_policies.py took 70 s against 135 s with only compiles of 0.5 s
 # or more cached (load 5), as the CLI found (turbozero/compile_cache.py)
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+# no stored (exported) Trainer functions here, nor in the CLI runs the tests start: tests patch
+# code that a Trainer traces, and a function stored by an earlier test with the same config and
+# source would not see the patch; tests/test_stored_functions.py turns them on where it tests them
+os.environ.setdefault("TURBOZERO_STORED_FUNCTIONS", "none")
 
 
 # Paco Ŝako fixtures shared by its three test files (one environment, one jitted init)

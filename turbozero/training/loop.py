@@ -10,6 +10,7 @@ over a `jax.sharding.Mesh` of all devices.
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 import time
 import warnings
@@ -36,6 +37,7 @@ from turbozero.training.metrics import MetricsWriter, TensorBoardWriter, require
 from turbozero.training.config import TrainConfig
 from turbozero.training.run_config import check_env_config, config_to_json
 from turbozero.compile_cache import enable_compilation_cache
+from turbozero.stored_functions import modules_of, store_for_cache
 from turbozero.training.updates import updates_for_backend
 from turbozero.training.types import TrainState
 
@@ -90,7 +92,7 @@ class Trainer:
                                  f"{'continue' if flag == 'resume' else 'replace'}")
         # before anything compiles: a warm start loads the run's compiles from disk
         # (turbozero/compile_cache.py; TURBOZERO_JAX_CACHE=none turns it off)
-        enable_compilation_cache()
+        cache = enable_compilation_cache()
         self.config = config
         self.spec = game_spec(config.game)
         check_env_config(config.game, config.env_config)  # a key the env lacks: ValueError
@@ -113,6 +115,7 @@ class Trainer:
         self.opponents = self._opponents()
         total = config.num_iterations * config.train_steps
         self.tx = config.optimizer.build(total)
+        self._store = self._function_store(cache)
         self._build_jitted()
         self.state = self.init_state()
         self.run_dir: Optional[RunDirectory] = None
@@ -188,13 +191,21 @@ class Trainer:
             return LoopState(train_state=train_state, collector=col, buffer=buffer, key=k_loop,
                              iteration=jnp.zeros((), jnp.int32))
 
-        # checked on shapes first: a bad decay mask is refused before anything is computed
-        if hasattr(cfg.optimizer, "check"):
-            cfg.optimizer.check(jax.eval_shape(build, cfg.seed).train_state.params)
         # one jitted call: run eagerly, the network's init, the optimizer's and the replay's
         # were hundreds of small dispatches, each compiled on a cold start and traced again on
-        # a warm one (docs/benchmarks.md, "Start-up and compile time")
-        return self._place(jax.jit(build)(cfg.seed))
+        # a warm one (docs/benchmarks.md, "Start-up and compile time"); its results hold the
+        # network's apply and the optimizer as tree metadata, which a stored build cannot
+        # write down and takes from here
+        built = self._jit(build, "init_state",
+                          known=(self.network.apply, self.tx))
+        # checked on shapes first: a bad decay mask is refused before anything is computed;
+        # a stored build was checked when it was stored (same config and source), and
+        # eval_shape would trace it again
+        self._init_state_fn = built
+        stored = getattr(built, "load_stored", lambda *a: False)(cfg.seed)
+        if hasattr(cfg.optimizer, "check") and not stored:
+            cfg.optimizer.check(jax.eval_shape(build, cfg.seed).train_state.params)
+        return self._place(built(cfg.seed))
 
     @staticmethod
     def variables(train_state: TrainState) -> dict:
@@ -204,6 +215,27 @@ class Trainer:
         return v
 
     # --------------------------------------------------------------- jitted
+    def _function_store(self, cache: Optional[str]):
+        """Where the iteration's functions are stored lowered (turbozero/stored_functions.py),
+        beside the compile cache; None where they cannot be (cache off, several devices, a
+        config that is not JSON). Keyed on the config and on the source of every package
+        that defines a part of the run (a user's own env or network included)."""
+        try:
+            context = {"config": config_to_json(self.config)}
+        except ValueError:  # a part of the config that JSON cannot hold: nothing stored
+            return None
+        return store_for_cache(cache, context, modules_of(
+            self.config, self.env, self.network, self.algorithm, self.spec, self.tx))
+
+    def _jit(self, fn: Callable, name: str, donate_argnums: tuple = (),
+             known: tuple = ()) -> Callable:
+        """`jax.jit`, or the stored function where there is a store: a warm start then
+        neither traces nor lowers it (docs/benchmarks.md, "Start-up and compile time").
+        `known`: objects its results may hold as tree metadata (FunctionStore.jit)."""
+        if self._store is None:
+            return jax.jit(fn, donate_argnums=donate_argnums)
+        return self._store.jit(fn, name, donate_argnums=donate_argnums, known=known)
+
     def _build_jitted(self) -> None:
         cfg, env = self.config, self.env
 
@@ -223,12 +255,15 @@ class Trainer:
         # per step on CPU, where convolution gradients inside a lax.scan ran 10-30x slower;
         # one scan on GPU/TPU (docs/training.md, "How the updates run")
         self.updates = cfg.updates or updates_for_backend(jax.default_backend())
+        # an updates object of one's own need not take `jit` (PerStepUpdates, ScanUpdates do)
+        takes_jit = "jit" in inspect.signature(self.updates.build).parameters
         self._train_steps = self.updates.build(
             loss_fn=self.algorithm.loss_fn, batch_size=cfg.batch_size, num_steps=cfg.train_steps,
-            shard_batch=shard, sample_fn=self.algorithm.sample, donate=cfg.donate_loop_state)
+            shard_batch=shard, sample_fn=self.algorithm.sample, donate=cfg.donate_loop_state,
+            **({"jit": self._jit} if takes_jit else {}))
         # two keys as a tuple: unpacking one split array from Python was an eager unstack per
         # iteration (benchmarks/tools/timing.py caught it)
-        split = jax.jit(lambda k: tuple(jax.random.split(k)))
+        split = self._jit(lambda k: tuple(jax.random.split(k)), "key_split")
 
         def train_fn(state: LoopState):
             key, k = split(state.key)
@@ -236,7 +271,7 @@ class Trainer:
             return state.replace(train_state=ts, key=key), metrics
 
         donate = (0,) if cfg.donate_loop_state else ()
-        self._collect = jax.jit(collect_fn, donate_argnums=donate)
+        self._collect = self._jit(collect_fn, "collect", donate)
         self._train = train_fn
         self._evals: dict[str, Callable] = {}
         self._match_start: Optional[Callable] = None

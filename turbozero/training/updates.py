@@ -260,21 +260,30 @@ def train(
     return train_state, summarize_steps(metrics)
 
 
+def _plain_jit(fn: Callable, name: str, donate_argnums: tuple = ()) -> Callable:
+    """`jax.jit` with the signature of `Trainer._jit` (which may store the function lowered,
+    turbozero/stored_functions.py; `name` names it there)."""
+    return jax.jit(fn, donate_argnums=donate_argnums)
+
+
 class StepRunner:
     """`train`'s updates, one jitted `sampled_step` call per update from Python (see `train` for
     why): same keys (`jax.random.split(key, num_steps)`), same averaged metrics. With `donate`,
     each step takes the train state donated (XLA updates parameters and optimizer state in
-    place); the replay is only read. `step_options` as for `train`."""
+    place); the replay is only read. `step_options` as for `train`; `jit(fn, name,
+    donate_argnums)` jits each function (default `jax.jit`; the Trainer's may store them)."""
 
-    def __init__(self, *, num_steps: int, donate: bool = False, **step_options: Any):
+    def __init__(self, *, num_steps: int, donate: bool = False, jit: Callable = None,
+                 **step_options: Any):
+        jit = jit or _plain_jit
         self.num_steps = num_steps
-        self.step = jax.jit(functools.partial(sampled_step, **step_options),
-                            donate_argnums=(0,) if donate else ())
+        self.step = jit(functools.partial(sampled_step, **step_options), "train_step",
+                        (0,) if donate else ())
         # the keys as a tuple of arrays: indexing one split array from Python ran two eager
         # ops (slice, squeeze) per update (benchmarks/tools/timing.py caught them)
-        self._keys = jax.jit(lambda key: tuple(jax.random.split(key, num_steps)))
-        self._summarize = jax.jit(lambda ms: summarize_steps(
-            jax.tree_util.tree_map(lambda *x: jnp.stack(x), *ms)))
+        self._keys = jit(lambda key: tuple(jax.random.split(key, num_steps)), "train_keys")
+        self._summarize = jit(lambda ms: summarize_steps(
+            jax.tree_util.tree_map(lambda *x: jnp.stack(x), *ms)), "train_summary")
 
     def __call__(self, train_state: TrainState, buffer: replay.ReplayBuffer,
                  key: jax.Array) -> tuple[TrainState, dict]:
@@ -293,8 +302,9 @@ class PerStepUpdates:
     (`StepRunner`). The choice on CPU, where convolution gradients inside a `lax.scan` ran
     10-30x slower (`train`'s docstring; docs/training.md, "How the updates run")."""
 
-    def build(self, *, num_steps: int, donate: bool = False, **step_options: Any) -> Callable:
-        return StepRunner(num_steps=num_steps, donate=donate, **step_options)
+    def build(self, *, num_steps: int, donate: bool = False, jit: Callable = None,
+              **step_options: Any) -> Callable:
+        return StepRunner(num_steps=num_steps, donate=donate, jit=jit, **step_options)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -303,9 +313,10 @@ class ScanUpdates:
     instead of one per update. The choice on GPU and TPU (docs/training.md, "How the updates
     run", has both measurements)."""
 
-    def build(self, *, num_steps: int, donate: bool = False, **step_options: Any) -> Callable:
-        return jax.jit(functools.partial(train, num_steps=num_steps, **step_options),
-                       donate_argnums=(0,) if donate else ())
+    def build(self, *, num_steps: int, donate: bool = False, jit: Callable = None,
+              **step_options: Any) -> Callable:
+        return (jit or _plain_jit)(functools.partial(train, num_steps=num_steps, **step_options),
+                                   "train_scan", (0,) if donate else ())
 
 
 def updates_for_backend(backend: str) -> PerStepUpdates | ScanUpdates:
