@@ -87,33 +87,38 @@ def same(a, b, skip=frozenset()) -> bool:
 
 
 def time_batch(impls: dict, batch: int, args) -> dict:
-    first = next(iter(impls.values()))
-    states = mid_game_states(first, batch, args.warm_steps)
+    # each implementation plays the same games from the same keys in its own state class (the
+    # kept distance field's fields differ between revisions); the games must agree
+    states = {name: mid_game_states(env, batch, args.warm_steps) for name, env in impls.items()}
     actions = jax.random.randint(jax.random.PRNGKey(99), (batch, 2), 0, 5)
-    inputs = {"step": (states, actions), "observe": (states,),
-              "step + observe": (states, actions)}
+    inputs = {name: {"step": (s, actions), "observe": (s,), "step + observe": (s, actions)}
+              for name, s in states.items()}
     fns = {name: functions(env) for name, env in impls.items()}
+    names = [state_fields(env) for env in impls.values()]
+    skip = set.union(*names) - set.intersection(*names)
+    first = list(states.values())
+    if not all(same(first[0], s, skip) for s in first[1:]):
+        raise SystemExit(f"batch {batch}: the implementations played different games")
     outputs = {}
     for name, fs in fns.items():  # warm-up: compile and run once
         for what, f in fs.items():
-            outputs[(name, what)] = jax.block_until_ready(f(*inputs[what]))
-    names = [state_fields(env) for env in impls.values()]
-    skip = set.union(*names) - set.intersection(*names)
-    for what in inputs:  # every implementation must agree bit for bit before it is timed
+            outputs[(name, what)] = jax.block_until_ready(f(*inputs[name][what]))
+    for what in ("step", "observe", "step + observe"):  # every implementation must agree
+        # bit for bit before it is timed
         results = [outputs[(name, what)] for name in fns]
         if not all(same(results[0], r, skip) for r in results[1:]):
             raise SystemExit(f"batch {batch}: the implementations disagree on {what!r}")
-    def back_to_back(f, what):
+    def back_to_back(f, args_):
         def run():
             out = None
             for _ in range(args.calls):
-                out = f(*inputs[what])
+                out = f(*args_)
             return out
         return run
 
     # the shared helper (benchmarks/tools/timing.py): interleaved repeats, and a timed region that
     # compiles or runs JAX eagerly is refused
-    timed = time_compiled({(name, what): back_to_back(f, what)
+    timed = time_compiled({(name, what): back_to_back(f, inputs[name][what])
                            for name, fs in fns.items() for what, f in fs.items()},
                           repeats=args.repeats)
     return {key: [t / args.calls for t in timing.times] for key, timing in timed.items()}

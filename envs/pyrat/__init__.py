@@ -55,17 +55,20 @@ ACTION_NAMES = ("up", "right", "down", "left", "stay")
 class PyRatState(State):
     """State of a PyRat game (`step_count` is the turn).
 
-    maze: int32[H, W, 4] passage costs (0 wall, 1 open, w >= 2 mud; layout in `envs.pyrat.maze`).
+    maze: int8[H, W, 4] passage costs (0 wall, 1 open, 2 <= w <= 127 mud; layout in
+      `envs.pyrat.maze`).
     cheese: bool[H, W] cheese still on the board.
     positions: int32[2, 2] (x, y) of player 1 and player 2.
     mud_turns: int32[2] turns each rat is still stuck in mud.
     scores: float32[2] cheese collected so far.
     initial_cheese: float32 scalar, cheese at the start (for the end rule).
-    cheese_distance: int16[H, W] (int32 on boards where distances may not fit) mud-weighted
-      turns from each cell to the nearest cheese, a cap (16000 or 1 << 20) where none is
-      reachable; nearest_cheese: int16[H, W] the flat index (y * W + x) of a cheese at that
-      distance. Both follow from maze and cheese: kept so that the observation's nearness plane
-      does not recompute the field every step (`envs.pyrat.maze.NearestCheese`).
+    cheese_field: per cell the mud-weighted turns to the nearest cheese (a cap, 16000 or
+      1 << 20, where none is reachable) and the flat index (y * W + x) of a cheese at that
+      distance (the lowest of equal ones): int32[H, W] holding `distance << 16 | index` on boards
+      whose distances fit int16 (the default ones), else int32[H, W, 2] (distance, index); read
+      it as `cheese_distance` and `nearest_cheese`. It follows from maze and cheese: kept so
+      that the observation's nearness plane does not recompute the field every step
+      (`envs.pyrat.maze.NearestCheese`).
     """
 
     maze: Array = struct.field(default=None)
@@ -74,8 +77,27 @@ class PyRatState(State):
     mud_turns: Array = struct.field(default=None)
     scores: Array = struct.field(default=None)
     initial_cheese: Array = struct.field(default=None)
-    cheese_distance: Array = struct.field(default=None)
-    nearest_cheese: Array = struct.field(default=None)
+    cheese_field: Array = struct.field(default=None)
+
+    # The two halves of `cheese_field` (one array since the repair, its gather and scatter and
+    # the absorb rule's select then move one array instead of two: docs/benchmarks.md, "PyRat
+    # env step (issue 34 item 6)"). Packed when it has the cheese's shape.
+    @property
+    def cheese_distance(self) -> Array:
+        """int16[..., H, W] (int32 on boards where distances may not fit): the turns from each
+        cell to the nearest cheese, the cap (16000 or 1 << 20) where none is reachable."""
+        f = self.cheese_field
+        return (f >> 16).astype(jnp.int16) if f.ndim == self.cheese.ndim else f[..., 0]
+
+    @property
+    def nearest_cheese(self) -> Array:
+        """int16[..., H, W] (int32 on boards of over 32767 cells): the flat index (y * W + x) of
+        a cheese at that distance (the lowest of equal ones)."""
+        f = self.cheese_field
+        if f.ndim == self.cheese.ndim:
+            return (f & 0xFFFF).astype(jnp.int16)
+        h, w = self.cheese.shape[-2:]
+        return f[..., 1].astype(jnp.int16 if h * w <= 32767 else jnp.int32)
 
     def _svg(self) -> str:
         require_unbatched(self, "pyrat: render_svg")
@@ -178,14 +200,14 @@ class PyRat(Env):
     def _init(self, key: PRNGKey) -> PyRatState:
         if self.fixed_maze is not None:
             m = self.fixed_maze
-            cost, cheese = jnp.asarray(m.cost), jnp.asarray(m.cheese)
+            cost, cheese = jnp.asarray(m.cost, jnp.int8), jnp.asarray(m.cheese)
             pos = jnp.array([m.player1, m.player2], dtype=jnp.int32)
-            dist, near = (jnp.asarray(a) for a in self._fixed_nearest)
+            field = jnp.asarray(self._fixed_nearest)
         else:
             cost, cheese = mz.generate(key, self.width, self.height, self.cheese_count,
                                        self.wall_density, self.mud_density, self.mud_range)
             pos = jnp.array([[0, 0], [self.width - 1, self.height - 1]], dtype=jnp.int32)
-            dist, near = self._nearest.fresh(cost, cheese)
+            field = self._nearest.fresh(cost, cheese)
         return PyRatState(
             current_player=jnp.int32(0),
             observation=jnp.zeros((self.height, self.width, NUM_PLANES), jnp.float32),
@@ -200,15 +222,14 @@ class PyRat(Env):
             mud_turns=jnp.zeros(2, jnp.int32),
             scores=jnp.zeros(2, jnp.float32),
             initial_cheese=jnp.sum(cheese).astype(jnp.float32),
-            cheese_distance=dist,
-            nearest_cheese=near,
+            cheese_field=field,
         )
 
     def _step(self, state: PyRatState, action: Array, key: Optional[PRNGKey]) -> PyRatState:
         del key
         x, y = state.positions[:, 0], state.positions[:, 1]
         a = jnp.clip(action, 0, 4)
-        cost = jnp.where(a < 4, state.maze[y, x, jnp.minimum(a, 3)], 0)
+        cost = jnp.where(a < 4, state.maze[y, x, jnp.minimum(a, 3)].astype(jnp.int32), 0)
         free = state.mud_turns == 0
         moves = free & (cost > 0)
         nx = jnp.where(moves, x + jnp.asarray(DX)[a], x)
@@ -219,15 +240,14 @@ class PyRat(Env):
         shared = on[0] & on[1] & (nx[0] == nx[1]) & (ny[0] == ny[1])
         reward = jnp.where(on, jnp.where(shared, 0.5, 1.0), 0.0).astype(jnp.float32)
         cheese = state.cheese.at[ny, nx].set(state.cheese[ny, nx] & ~on)
-        dist, near = self._nearest.repair(state.maze, state.cheese_distance, state.nearest_cheese,
-                                          jnp.where(on, ny * self.width + nx, -1))
+        field = self._nearest.repair(state.maze, state.cheese_field,
+                                     jnp.where(on, ny * self.width + nx, -1))
         scores = state.scores + reward
         over = jnp.any(scores > state.initial_cheese / 2) | ~jnp.any(cheese)
         cut = ~over & (state.step_count >= self.max_episode_steps)
         return state.replace(positions=jnp.stack([nx, ny], axis=1).astype(jnp.int32),
                              mud_turns=mud.astype(jnp.int32), cheese=cheese, scores=scores,
-                             cheese_distance=dist, nearest_cheese=near,
-                             rewards=reward, terminated=state.terminated | over,
+                             cheese_field=field, rewards=reward, terminated=state.terminated | over,
                              truncated=state.truncated | cut)
 
     def _observe(self, state: PyRatState, player_id: Array) -> Array:
@@ -241,7 +261,7 @@ class PyRat(Env):
         # small network cannot compute itself in a few layers, and the one the greedy baseline
         # follows; the field is kept in the state, repaired by the step where cheese was eaten
         # (`envs.pyrat.maze.NearestCheese`)
-        near = 1.0 / (1.0 + self._nearest.finish(state.cheese_distance).astype(jnp.float32))
+        near = 1.0 / (1.0 + self._nearest.finish(state.cheese_field).astype(jnp.float32))
 
         # One set of planes, built for the viewer, instead of both players' planes and a select
         # between them: with the viewer batched, the select computed both (issue 34 item 6;
@@ -337,13 +357,12 @@ class PyRat(Env):
 
     def search_embedding(self, state: PyRatState) -> dict[str, Array]:
         """The part of a state that changes during a game (what a search node stores). The kept
-        distance field is in it (2 x 630 bytes on the default board, beside 315 of cheese): a
+        distance field is in it (1260 bytes on the default board, beside 315 of cheese): a
         restored state's observation and next step then read it instead of recomputing it."""
         return dict(cheese=state.cheese, positions=state.positions, mud_turns=state.mud_turns,
                     scores=state.scores, step_count=state.step_count,
                     terminated=state.terminated, truncated=state.truncated,
-                    rewards=state.rewards, cheese_distance=state.cheese_distance,
-                    nearest_cheese=state.nearest_cheese)
+                    rewards=state.rewards, cheese_field=state.cheese_field)
 
     def search_restore(self, root: PyRatState, emb: dict[str, Array]) -> PyRatState:
         """A full state from the root's static part (maze) and a node's embedding."""
@@ -363,23 +382,22 @@ class PyRat(Env):
         Computed from `state.cheese` (any cheese, also one set by hand): Bellman-Ford in
         `lax.while_loop`, with one loop for a whole vmapped batch
         (`envs.pyrat.maze.make_distance_to_cheese`). The states the env makes carry the same
-        field (`state.cheese_distance`), which the observation and `greedy_actions` read."""
+        field (`state.cheese_field`), which the observation and `greedy_actions` read."""
         return self._distance(state.maze, state.cheese)
 
     def set_cheese(self, state: PyRatState, cheese: Array) -> PyRatState:
         """`state` with the cheese `cheese` (bool[H, W]) and its distance field remade (the one
         kept in the state follows the cheese only through `step`). Jittable; vmap for a batch."""
-        dist, near = self._nearest.fresh(state.maze, cheese)
-        return state.replace(cheese=cheese, cheese_distance=dist, nearest_cheese=near)
+        return state.replace(cheese=cheese, cheese_field=self._nearest.fresh(state.maze, cheese))
 
     def greedy_actions(self, state: PyRatState) -> Array:
         """int32[2]: each rat takes a first step of a shortest (mud-weighted) path to the nearest
         cheese; ties go to the lowest action index; STAY when stuck in mud or no cheese is left.
         Jittable; vmap it for a batch."""
-        dist = self._nearest.finish(state.cheese_distance)
+        dist = self._nearest.finish(state.cheese_field)
         big = jnp.int32(1 << 20)
         x, y = state.positions[:, 0], state.positions[:, 1]
-        cost = state.maze[y, x]  # [2, 4]
+        cost = state.maze[y, x].astype(jnp.int32)  # [2, 4]
         nxt = jnp.stack([dist[jnp.clip(y + DY[k], 0, self.height - 1),
                               jnp.clip(x + DX[k], 0, self.width - 1)] for k in range(4)], 1)
         total = jnp.where(cost > 0, cost + nxt, big)

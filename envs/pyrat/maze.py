@@ -4,9 +4,11 @@ Layout (shared by the env, the search and the renderers):
 
 * cells are `(x, y)`, `(0, 0)` bottom-left; arrays are indexed `[y, x]`.
 * directions UP=0 (y+1), RIGHT=1 (x+1), DOWN=2 (y-1), LEFT=3 (x-1), STAY=4.
-* `cost: int32[H, W, 4]` is the number of turns needed to leave a cell in a direction:
-  0 = wall or board edge, 1 = open passage, w >= 2 = mud of weight w. A passage has the
-  same cost seen from both sides.
+* `cost: [H, W, 4]` is the number of turns needed to leave a cell in a direction:
+  0 = wall or board edge, 1 = open passage, w >= 2 = mud of weight w (w <= 127: `mud_range`
+  and maze files allow no more). A passage has the same cost seen from both sides. int8 in the
+  env's state and from `generate` (a quarter of the bytes each step copies and the observation
+  reads), int32 in a `Maze`; code that adds to it casts first.
 * The 180-degree rotation maps cell (x, y) to (W-1-x, H-1-y) and direction d to (d+2) % 4.
 """
 
@@ -210,13 +212,14 @@ def _sym(a: jax.Array) -> jax.Array:
 
 
 def passages_to_cost(hor: jax.Array, ver: jax.Array) -> jax.Array:
-    """int32[H, W, 4] from horizontal passages [H, W-1] ((x,y)-(x+1,y)) and vertical [H-1, W]."""
+    """int8[H, W, 4] from horizontal passages [H, W-1] ((x,y)-(x+1,y)) and vertical [H-1, W]
+    (weights at most 127)."""
     h, w = hor.shape[0], ver.shape[1]
     up = jnp.concatenate([ver, jnp.zeros((1, w), ver.dtype)], axis=0)
     down = jnp.concatenate([jnp.zeros((1, w), ver.dtype), ver], axis=0)
     right = jnp.concatenate([hor, jnp.zeros((h, 1), hor.dtype)], axis=1)
     left = jnp.concatenate([jnp.zeros((h, 1), hor.dtype), hor], axis=1)
-    return jnp.stack([up, right, down, left], axis=-1).astype(jnp.int32)
+    return jnp.stack([up, right, down, left], axis=-1).astype(jnp.int8)
 
 
 def neighbour(a: jax.Array, d: int, fill: Any) -> jax.Array:
@@ -302,7 +305,7 @@ def generate(key: jax.Array, width: int, height: int, cheese_count: int, wall_de
     than one connected component, every component opens its highest-scored wall to another
     component (random scores, fixed for the whole repair) together with its rotated twin. Cheese: `cheese_count // 2` random cells of one half of the
     board (start cells excluded) and their twins, plus the centre cell if the count is odd.
-    Returns (cost int32[H, W, 4], cheese bool[H, W]).
+    Returns (cost int8[H, W, 4], cheese bool[H, W]).
     """
     kw_h, kw_v, km_h, km_v, kv_h, kv_v, kc, kr = jax.random.split(key, 8)
     w, h = width, height
@@ -404,7 +407,7 @@ def make_distance_to_cheese(width: int, height: int, max_weight: int):
     offsets = [int(DY[d]) * width + int(DX[d]) for d in range(4)]  # flat neighbour offsets
 
     def prepare(cost, cheese):
-        c = cost.reshape(n, 4)
+        c = cost.reshape(n, 4).astype(jnp.int32)  # (int8 in the state)
         # a wall or the board edge weighs `cap`: crossing it never beats an unreached cell, and
         # it also stops the flat left/right shifts from wrapping round to the next row
         weights = jnp.where(c > 0, c, cap).astype(dtype).T  # [4, n]
@@ -461,25 +464,27 @@ class NearestCheese:
     """The mud-weighted distance from each cell to the nearest cheese, kept in the state and
     repaired when cheese is eaten instead of recomputed for every observation.
 
-    Two fields per game, both [H, W]: `dist` (the distance, `cap` where no cheese is
-    reachable) and `near` (the flat index of a cheese at that distance: of equal ones the lowest,
-    so both fields are a function of maze and cheese alone, however they were reached). `fresh`
-    builds them from the cheese; `repair` updates them after cheese is eaten: a cell whose
-    recorded cheese is still there keeps both (removing cheese cannot bring any nearer, and that
-    one still is the least (distance, index)), every other cell starts unreached and Bellman-Ford
-    relaxation from its neighbours settles it. Only the eaten cheese's region moves, in a few
-    rounds, and games that ate nothing skip the loop (where the time went: docs/benchmarks.md,
-    "PyRat env step (issue 34 item 6)").
+    Per game, per cell, a (distance, index) pair: the distance (`cap` where no cheese is
+    reachable) and the flat index of a cheese at that distance (of equal ones the lowest, so the
+    pair is a function of maze and cheese alone, however it was reached). The state keeps the
+    pairs as one array, the *field*: on boards with int16 distances one int32 per cell,
+    `distance << 16 | index` (`packed`), else int32[H, W, 2] (distance, index); `distance` and
+    `index` read it. `fresh` builds the field from the cheese; `repair` updates it after cheese
+    is eaten: a cell whose recorded cheese is still there keeps its pair (removing cheese cannot
+    bring any nearer, and that one still is the least (distance, index)), every other cell starts
+    unreached and Bellman-Ford relaxation from its neighbours settles it. Only the eaten
+    cheese's region moves, in a few rounds, and games that ate nothing skip the loop (where the
+    time went: docs/benchmarks.md, "PyRat env step (issue 34 item 6)").
 
-    Relaxation minimises (distance, index) pairs until nothing changes. On int16 boards the pair
-    is one int32, the distance in the high 16 bits, so a round is four adds and minimums over one
-    array (two arrays and their selects were twice the kernels, same section). Under `vmap` the
-    batched rule (`custom_vmap`) runs one loop for the games that ate, stopping when none of them
-    changed: a settled game's round changes nothing, so each game gets what its own loop gives (a
-    per-game stop condition under `vmap` cost 10x the loop itself, same section). Those games
-    are first gathered into the smallest of a few fixed sizes that holds them (B/16 or B/4, at
-    least 8; else the whole batch): random play eats cheese in about 1 game in 60 per step, and
-    the loop's cost grows with the games it carries.
+    Relaxation minimises (distance, index) pairs until nothing changes; packed, a round is four
+    adds and minimums over one array (two arrays and their selects were twice the kernels, same
+    section), and the step's repair, gather, scatter and the absorb rule's select move one array
+    instead of two. Under `vmap` the batched rule (`custom_vmap`) runs one loop for the games
+    that ate, stopping when none of them changed: a settled game's round changes nothing, so each
+    game gets what its own loop gives (a per-game stop condition under `vmap` cost 10x the loop
+    itself, same section). Those games are first gathered into the smallest of a few fixed sizes
+    that holds them (B/16 or B/4, at least 8; else the whole batch): random play eats cheese in
+    about 1 game in 60 per step, and the loop's cost grows with the games it carries.
     """
 
     def __init__(self, width: int, height: int, max_weight: int) -> None:
@@ -487,30 +492,42 @@ class NearestCheese:
         self.n = n = width * height
         self.dtype, self.cap = distance_dtype(width, height, max_weight)
         self.index_dtype = jnp.int16 if n <= 32767 else jnp.int32
-        # (distance << 16 | index) in int32: int16 distances, indices below 2**16, and the
-        # largest candidate ((2 * cap + 1) << 16 plus an index) below 2**31
+        # (distance << 16 | index) in int32: int16 distances (so n < 16001, indices below
+        # 2**16), and the largest candidate ((2 * cap + 1) << 16 plus an index) below 2**31
         self.packed = self.dtype == jnp.int16
+        self.cell_shape = (height, width) if self.packed else (height, width, 2)
         self.offsets = [int(DY[d]) * width + int(DX[d]) for d in range(4)]  # flat neighbours
+        flat = (n,) if self.packed else (n, 2)
 
         @jax.custom_batching.custom_vmap
-        def settle(cost, dist, near, eaten, changed):
-            d, i = self._settle_batch(cost[None], dist.reshape(1, n), near.reshape(1, n),
-                                      jnp.reshape(eaten, (1, -1)), jnp.reshape(changed, (1,)))
-            return d.reshape(height, width), i.reshape(height, width)
+        def settle(cost, field, eaten, changed):
+            f = self._settle_batch(cost[None], field.reshape((1,) + flat),
+                                   jnp.reshape(eaten, (1, -1)), jnp.reshape(changed, (1,)))
+            return f.reshape(self.cell_shape)
 
         @settle.def_vmap
-        def _batched(axis_size, in_batched, cost, dist, near, eaten, changed):
+        def _batched(axis_size, in_batched, cost, field, eaten, changed):
             # (an unbatched constant may arrive as a Python scalar)
-            cost, dist, near, eaten, changed = (
+            cost, field, eaten, changed = (
                 x if b else jnp.broadcast_to(jnp.asarray(x), (axis_size,) + jnp.shape(x))
-                for x, b in zip((cost, dist, near, eaten, changed), in_batched))
-            d, i = self._settle_batch(cost, dist.reshape(axis_size, n),
-                                      near.reshape(axis_size, n),
-                                      eaten.reshape(axis_size, -1), changed)
-            shape = (axis_size, height, width)
-            return (d.reshape(shape), i.reshape(shape)), (True, True)
+                for x, b in zip((cost, field, eaten, changed), in_batched))
+            f = self._settle_batch(cost, field.reshape((axis_size,) + flat),
+                                   eaten.reshape(axis_size, -1), changed)
+            return f.reshape((axis_size,) + self.cell_shape), True
 
         self._settle_fn = settle
+
+    def distance(self, field: jax.Array) -> jax.Array:
+        """The distances of a field ([..., H, W], `dtype`; `cap` where no cheese is reachable)."""
+        if self.packed:
+            return (field >> 16).astype(self.dtype)
+        return field[..., 0]
+
+    def index(self, field: jax.Array) -> jax.Array:
+        """The recorded cheese of a field ([..., H, W], `index_dtype`, flat y * W + x)."""
+        if self.packed:
+            return (field & 0xFFFF).astype(self.index_dtype)
+        return field[..., 1].astype(self.index_dtype)
 
     def _shifted(self, a: jax.Array, off: int, fill: Any) -> jax.Array:
         """out[:, i] = a[:, i + off] for a [b, n], `fill` off the board."""
@@ -519,17 +536,18 @@ class NearestCheese:
         return (jnp.concatenate([a[:, off:], f], 1) if off > 0
                 else jnp.concatenate([f, a[:, :n + off]], 1))
 
-    def _loop(self, cost, dist, near):
-        """cost [b, H, W, 4], dist and near [b, n] -> their fixed point (one loop for all b).
-        A wall or the board edge weighs `cap + 1`: a path across it never beats an unreached
-        cell, and it also stops the flat left/right shifts from wrapping round to the next row."""
-        b, n = dist.shape
-        c = cost.reshape(b, n, 4)
+    def _loop(self, cost, field):
+        """cost [b, H, W, 4], field [b, n] (packed) or [b, n, 2] -> its fixed point (one loop
+        for all b). A wall or the board edge weighs `cap + 1`: a path across it never beats an
+        unreached cell, and it also stops the flat left/right shifts from wrapping round to the
+        next row."""
+        b = field.shape[0]
+        n = self.n
+        c = cost.reshape(b, n, 4).astype(jnp.int32)
         cap = self.cap
         if self.packed:
             # [4, b, n], each direction's weights contiguous, already in the distance bits
             w = (jnp.where(c > 0, c, cap + 1) << 16).transpose(2, 0, 1)
-            p0 = (dist.astype(jnp.int32) << 16) | near.astype(jnp.int32)
 
             def body(carry):
                 p, _ = carry
@@ -538,8 +556,7 @@ class NearestCheese:
                     new = jnp.minimum(new, w[k] + self._shifted(p, self.offsets[k], cap << 16))
                 return new, jnp.any(new != p)
 
-            p = jax.lax.while_loop(lambda carry: carry[1], body, (p0, jnp.array(True)))[0]
-            return (p >> 16).astype(self.dtype), (p & 0xFFFF).astype(self.index_dtype)
+            return jax.lax.while_loop(lambda carry: carry[1], body, (field, jnp.array(True)))[0]
 
         w = jnp.where(c > 0, c, cap + 1).astype(self.dtype).transpose(2, 0, 1)
 
@@ -553,35 +570,39 @@ class NearestCheese:
                 new, idx = jnp.where(better, cd, new), jnp.where(better, ci, idx)
             return new, idx, jnp.any(new != d) | jnp.any(idx != i)
 
-        d, i, _ = jax.lax.while_loop(lambda carry: carry[2], body, (dist, near, jnp.array(True)))
-        return d, i
+        d, i, _ = jax.lax.while_loop(lambda carry: carry[2], body,
+                                     (field[..., 0], field[..., 1], jnp.array(True)))
+        return jnp.stack([d, i], axis=-1)
 
-    def _restart_and_settle(self, cost, dist, near, eaten):
+    def _restart_and_settle(self, cost, field, eaten):
         """[b, ...]: the cells whose recorded cheese is in `eaten` ([b, k], -1 for none)
-        restart unreached, then the loop."""
-        lost = jnp.any(near[..., None].astype(jnp.int32) == eaten[:, None, :], axis=-1)
-        return self._loop(cost, jnp.where(lost, self.cap, dist).astype(self.dtype), near)
+        restart unreached (distance `cap`, the index kept), then the loop."""
+        near = self.index(field).astype(jnp.int32)
+        lost = jnp.any(near[..., None] == eaten[:, None, :], axis=-1)
+        if self.packed:
+            return self._loop(cost, jnp.where(lost, (self.cap << 16) | near, field))
+        return self._loop(cost, field.at[..., 0].set(jnp.where(lost, self.cap, field[..., 0])))
 
-    def _settle_batch(self, cost, dist, near, eaten, changed):
+    def _settle_batch(self, cost, field, eaten, changed):
         """[B, ...] games; `changed` bool[B] marks the games to settle (the others are settled
         and skip the loop); they are gathered into the smallest size that holds them (class
         docstring)."""
-        b = dist.shape[0]
+        b = field.shape[0]
         count = jnp.sum(changed)
         sizes = sorted({min(max(8, b // 16), b), min(max(8, b // 4), b)} - {b})
 
         def none(_):
-            return dist, near
+            return field
 
         def full(_):
-            return self._restart_and_settle(cost, dist, near, eaten)
+            return self._restart_and_settle(cost, field, eaten)
 
         def compact(k):
             def run(_):
                 idx = jnp.nonzero(changed, size=k, fill_value=b)[0]  # b: padding, dropped
-                d, i = self._restart_and_settle(
-                    *(jnp.take(a, idx, axis=0, mode="clip") for a in (cost, dist, near, eaten)))
-                return (dist.at[idx].set(d, mode="drop"), near.at[idx].set(i, mode="drop"))
+                f = self._restart_and_settle(
+                    *(jnp.take(a, idx, axis=0, mode="clip") for a in (cost, field, eaten)))
+                return field.at[idx].set(f, mode="drop")
             return run
 
         branches = [none] + [compact(k) for k in sizes] + [full]
@@ -591,25 +612,28 @@ class NearestCheese:
         which = sum((count > s).astype(jnp.int32) for s in [0] + sizes)
         return jax.lax.switch(which, branches, None)
 
-    def fresh(self, cost: jax.Array, cheese: jax.Array) -> tuple[jax.Array, jax.Array]:
-        """(dist, near) of `cheese` (bool[H, W]) in the maze `cost` (int32[H, W, 4])."""
-        dist = jnp.where(cheese, 0, self.cap).astype(self.dtype)
-        near = jnp.arange(self.n, dtype=self.index_dtype).reshape(self.height, self.width)
-        return self._settle_fn(cost, dist, near, jnp.full((1,), -1, jnp.int32), jnp.array(True))
+    def fresh(self, cost: jax.Array, cheese: jax.Array) -> jax.Array:
+        """The field of `cheese` (bool[H, W]) in the maze `cost` ([H, W, 4])."""
+        dist = jnp.where(cheese, 0, self.cap).astype(jnp.int32)
+        near = jnp.arange(self.n, dtype=jnp.int32).reshape(self.height, self.width)
+        if self.packed:
+            field = (dist << 16) | near
+        else:
+            field = jnp.stack([dist, near], axis=-1)
+        return self._settle_fn(cost, field, jnp.full((1,), -1, jnp.int32), jnp.array(True))
 
-    def repair(self, cost: jax.Array, dist: jax.Array, near: jax.Array,
-               eaten: jax.Array) -> tuple[jax.Array, jax.Array]:
-        """(dist, near) after the cheese at the flat cells `eaten` (int32[k], -1 for none) is
+    def repair(self, cost: jax.Array, field: jax.Array, eaten: jax.Array) -> jax.Array:
+        """The field after the cheese at the flat cells `eaten` (int32[k], -1 for none) is
         gone: the cells whose recorded cheese was eaten restart unreached. A game that ate
         nothing is left as it is (an eaten cheese's cell records itself, so one eaten means a
         cell to restart; testing `eaten` is a few compares where a reduction over the board was
         the largest kernel of a repair with nothing eaten: docs/benchmarks.md, same section)."""
         eaten = jnp.asarray(eaten, jnp.int32)
-        return self._settle_fn(cost, dist, near, eaten, jnp.any(eaten >= 0))
+        return self._settle_fn(cost, field, eaten, jnp.any(eaten >= 0))
 
     def fresh_numpy(self, cost: np.ndarray, cheese: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """`fresh` in numpy (for a fixed maze: made once, not at every init); the least
-        (distance, index) pairs, packed into int64."""
+        (distance, index) pairs are minimised packed into int64."""
         n, cap = self.n, self.cap
         c = cost.reshape(n, 4).astype(np.int64)
         w = (np.where(c > 0, c, cap + 1) << 32).T
@@ -630,10 +654,13 @@ class NearestCheese:
             if (new == p).all():
                 break
             p = new
-        shape = (self.height, self.width)
-        return ((p >> 32).astype(np.dtype(self.dtype)).reshape(shape),
-                (p & 0xFFFFFFFF).astype(np.dtype(self.index_dtype)).reshape(shape))
+        dist, near = p >> 32, p & 0xFFFFFFFF
+        if self.packed:
+            return ((dist << 16) | near).astype(np.int32).reshape(self.cell_shape)
+        return np.stack([dist, near], axis=-1).astype(np.int32).reshape(self.cell_shape)
 
-    def finish(self, dist: jax.Array) -> jax.Array:
-        """int32[H, W]: `dist` with `BIG` where no cheese is reachable (`distance_to_cheese`)."""
+    def finish(self, field: jax.Array) -> jax.Array:
+        """int32[H, W]: the field's distances with `BIG` where no cheese is reachable
+        (`distance_to_cheese`)."""
+        dist = (field >> 16) if self.packed else field[..., 0]
         return jnp.where(dist >= self.cap, BIG, dist.astype(jnp.int32))

@@ -410,7 +410,15 @@ def _check_kept_field(env, state):
     cost, cheese = np.asarray(state.maze), np.asarray(state.cheese)
     expect = _distances_numpy(cost, cheese)
     np.testing.assert_array_equal(np.asarray(env.distance_to_cheese(state)), expect)
-    np.testing.assert_array_equal(np.asarray(env._nearest.finish(state.cheese_distance)), expect)
+    np.testing.assert_array_equal(np.asarray(env._nearest.finish(state.cheese_field)), expect)
+    # one int32 array: packed (distance << 16 | index) on int16 boards, (distance, index) pairs
+    # on the others; the accessors read it back; the maze is int8
+    packed = env._nearest.packed
+    assert state.cheese_field.dtype == jnp.int32 and state.maze.dtype == jnp.int8
+    assert state.cheese_field.shape == cheese.shape + (() if packed else (2,))
+    assert state.cheese_distance.dtype == (jnp.int16 if packed else jnp.int32)
+    np.testing.assert_array_equal(np.asarray(state.cheese_distance),
+                                  np.minimum(expect, env._nearest.cap))
     near = np.asarray(state.nearest_cheese).reshape(-1)
     reached = expect.reshape(-1) < 1 << 20
     cells = np.flatnonzero(cheese.reshape(-1))  # in index order: argmin takes the lowest
@@ -459,10 +467,9 @@ def test_kept_distance_field_repaired_like_plain_bellman_ford():
         # the games that lose cells pick the path: none, 3 <= 8, 9..10, more than 10
         assert ((eaten >= 0).any(axis=1).sum() > 10) if eating == batch else (
             (eaten >= 0).any(axis=1).sum() == eating)
-        dist, near = repair(states.maze, states.cheese_distance, states.nearest_cheese,
-                            jnp.asarray(eaten))
+        field = repair(states.maze, states.cheese_field, jnp.asarray(eaten))
         after = states.replace(cheese=jnp.asarray(cheese.reshape(states.cheese.shape)),
-                               cheese_distance=dist, nearest_cheese=near)
+                               cheese_field=field)
         for i in range(batch):
             _check_kept_field(env, jax.tree_util.tree_map(lambda x: x[i], after))
     fixed = PyRat(maze=MAZE_MUD)
