@@ -54,6 +54,9 @@ def fast(lang: str, code: str) -> str:
 def run_blocks(doc: str, cwd, variant=None) -> list[str]:
     env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=jax.config.jax_compilation_cache_dir,
                TURBOZERO_JAX_CACHE=jax.config.jax_compilation_cache_dir, MPLBACKEND="Agg")
+    # the blocks run as a user runs them: with stored functions, the default (tests/conftest.py
+    # turns them off for tests that patch traced code; nothing here patches anything)
+    env.pop("TURBOZERO_STORED_FUNCTIONS", None)
     ran = []
     for lang, code in code_blocks(doc):
         code = runnable(lang, code)
