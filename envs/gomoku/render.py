@@ -64,7 +64,7 @@ def render_svg(state: Any) -> str:
     width = size * cell + 2 * margin
     height = width + 2 * cell
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}">',
-             f'<rect width="100%" height="100%" fill="#dcb35c"/>']
+             '<rect width="100%" height="100%" fill="#dcb35c"/>']
     for i in range(size):
         x = margin + i * cell + cell / 2
         end = margin + size * cell - cell / 2

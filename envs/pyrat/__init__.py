@@ -24,7 +24,7 @@ collect" from any position as final score minus current score.
 
 from __future__ import annotations
 
-from typing import Any, Optional, Union
+from typing import Optional, Union
 
 import jax
 import jax.numpy as jnp
