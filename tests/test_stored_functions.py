@@ -152,6 +152,17 @@ def test_user_package_source_is_in_the_key(tmp_path, monkeypatch):
         monkeypatch.delitem(sys.modules, name)
 
 
+def test_own_packages_are_hashed_even_before_they_are_imported(monkeypatch):
+    """A traced function may import one of the library's packages on use, after the key was
+    made: each is in the key whether imported yet or not, hashed from its files."""
+    monkeypatch.delitem(sys.modules, "equity")
+    monkeypatch.delitem(sf._PACKAGE_HASHES, "equity", raising=False)
+    store = sf.FunctionStore("/nonexistent", "{}")
+    assert set(sf.OWN_PACKAGES) <= set(store.packages)
+    assert sf.package_hash("equity") is not None
+    monkeypatch.delitem(sf._PACKAGE_HASHES, "equity")
+
+
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "manifest"])
 def test_damaged_file_falls_back_with_a_warning(runs, store_dir, damage):
     cfg, (plain, rec_plain), _, _ = runs

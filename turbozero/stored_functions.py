@@ -111,8 +111,14 @@ def _package_files(top: str) -> list[tuple[str, str]]:
     or of the single file of a module; [] where it has no file (a notebook's `__main__`)."""
     module = sys.modules.get(top)
     if module is None:
+        # the library's own packages count even before anything imported them: a traced
+        # function may import one on use
+        spec = importlib.util.find_spec(top) if top in OWN_PACKAGES else None
+        roots = list(spec.submodule_search_locations or []) if spec else []
+    else:
+        roots = list(getattr(module, "__path__", None) or [])
+    if module is None and not roots:
         return []
-    roots = list(getattr(module, "__path__", None) or [])
     if not roots:  # a single-file module (or a script run as __main__)
         f = getattr(module, "__file__", None)
         return [(os.path.basename(f), f)] if f else []
@@ -417,7 +423,7 @@ class FunctionStore:
         for m in modules:
             tops.add(m.split(".")[0])
         tops -= {"builtins"} | set(TRACED_LIBRARIES) | set(sys.stdlib_module_names)
-        self.packages = sorted(t for t in tops if t in sys.modules)
+        self.packages = sorted(t for t in tops if t in sys.modules or t in OWN_PACKAGES)
         self._base: Optional[str] = None
 
     def base_key(self) -> str:
