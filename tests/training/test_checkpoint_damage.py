@@ -25,6 +25,12 @@ from turbozero.training.checkpoints import (
     load_checkpoint,
 )
 
+# the failed reads of a damaged step must report nowhere: no unraisable exception and no
+# "never awaited" warning may reach the caller after the restore (orbax's read coroutines did,
+# collected late)
+pytestmark = [pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning"),
+              pytest.mark.filterwarnings("error:coroutine .* was never awaited:RuntimeWarning")]
+
 GAME = "pgx/tic_tac_toe"
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

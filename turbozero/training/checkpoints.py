@@ -22,6 +22,7 @@ whole, the arrays read from it read, and the network's variables among them are 
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import shutil
@@ -147,12 +148,21 @@ def _stderr_held_back() -> Iterator[list[bool]]:
     saved = os.dup(2)
     drop = [False]
     hook = sys.unraisablehook  # the tracebacks arrive as unraisable exceptions
-    with tempfile.TemporaryFile() as held:
+    # a damaged step's reads that orbax dropped unstarted warn that they were never awaited,
+    # when dropped or when collected: the one-line reason says it all, so no such warning
+    # leaves this block
+    with tempfile.TemporaryFile() as held, warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "coroutine .* was never awaited", RuntimeWarning)
         os.dup2(held.fileno(), 2)
         sys.unraisablehook = _unraisable_to_fd2
         try:
             yield drop
         finally:
+            if drop[0]:
+                # the failed reads' coroutines report when they are collected (an unraisable
+                # exception): collect them here, while their reports are held back, not at
+                # some later moment in the user's output
+                gc.collect()
             sys.stderr.flush()
             sys.unraisablehook = hook
             os.dup2(saved, 2)
