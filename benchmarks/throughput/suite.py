@@ -14,6 +14,14 @@ one process, each timed call blocked until its results are ready):
   network alone, as many sequential calls as the search has simulations.
 - mcgs: playouts/s of the graph search on the simultaneous-move game at batch 1, 64 and 1024,
   with and without transpositions.
+
+Search and mcgs rows also give the **trips and kernels per simulation**, figures that need no
+GPU (docs/benchmarks.md, "Trips and kernels per simulation"): the while-loop trips of the
+search's walks and backups per simulation (the search counts them, `stats["loop_trips"]`; on a
+GPU each is a host round trip), and the kernels of one trip of the compiled simulation loop
+(`benchmarks/tools/hlo_loops.py`; loops of known trip count inside it counted as often as they
+run), then, as d(...), each inner loop's kernels per trip where the data decide its trips;
+beside mctx's and the floor's. `--walk-unroll N` searches with N levels per loop trip (default: the backend's).
 - training: samples/s of the same updates as one jitted call per update from Python
   (`updates.PerStepUpdates`) and as one `lax.scan` (`updates.ScanUpdates`).
 
@@ -46,6 +54,7 @@ import jax.numpy as jnp  # noqa: E402
 
 import envs  # noqa: E402
 from envs.sampling import uniform_legal_action  # noqa: E402
+from benchmarks.tools.hlo_loops import loop_profile  # noqa: E402
 from benchmarks.tools.timing import time_compiled  # noqa: E402
 
 
@@ -66,6 +75,8 @@ class Sizes:
     train_overrides: dict
     train_sims: int  # self-play simulations while filling the replay (not timed)
     repeats: int
+    walk_unroll: Optional[int] = None  # levels per loop trip of the searches (None: backend's)
+    with_mctx: bool = True  # the search section times mctx beside the kernel
 
 
 QUICK = Sizes(
@@ -118,13 +129,15 @@ class Report:
     def add(self, section: str, name: str, shape: str, unit: str, value: float,
             reference: Optional[str] = None, reference_value: Optional[float] = None,
             floor_value: Optional[float] = None, compile_s: Optional[dict] = None,
-            note: str = "") -> None:
+            note: str = "", trips_per_sim: Optional[float] = None,
+            kernels: Optional[dict] = None) -> None:
         row = {"section": section, "name": name, "shape": shape, "unit": unit, "value": value,
                "reference": reference, "reference_value": reference_value,
                "ratio": value / reference_value if reference_value else None,
                "floor_value": floor_value,
                "share_of_floor": value / floor_value if floor_value else None,
-               "compile_s": compile_s or {}, "note": note}
+               "compile_s": compile_s or {}, "note": note,
+               "trips_per_sim": trips_per_sim, "kernels": kernels or {}}
         self.rows.append(row)
         self.write()
         print(_row_md(row), flush=True)
@@ -143,13 +156,23 @@ def _fmt(x: Optional[float]) -> str:
     return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
 
 
+def _kernels_md(profile: dict) -> str:
+    """'288 + d(25, 16)': kernels of one trip of the simulation loop (loops of known trip count
+    inside it counted as often as they run), then the kernels per trip of each loop inside it
+    whose trips the data decide (`benchmarks/tools/hlo_loops.py`)."""
+    data = ", ".join(str(k) for k in profile["data_loops"])
+    return f"{profile['loop_kernels']}" + (f" + d({data})" if data else "")
+
+
 def _row_md(row: dict) -> str:
     ratio = f"{row['ratio']:.2f}x" if row["ratio"] else ""
     floor = f"{row['share_of_floor']:.0%}" if row["share_of_floor"] else ""
     compiles = ", ".join(f"{k} {v:.1f}" for k, v in row["compile_s"].items())
     ref = f"{row['reference']} {_fmt(row['reference_value'])}" if row["reference"] else ""
+    trips = f"{row['trips_per_sim']:.2f}" if row.get("trips_per_sim") is not None else ""
+    kernels = "; ".join(f"{k} {_kernels_md(v)}" for k, v in row.get("kernels", {}).items())
     return (f"| {row['name']} | {row['shape']} | {_fmt(row['value'])} {row['unit']} | {ref} | "
-            f"{ratio} | {floor} | {compiles} | {row['note']} |")
+            f"{ratio} | {floor} | {trips} | {kernels} | {compiles} | {row['note']} |")
 
 
 def markdown(meta: dict, rows: list[dict]) -> str:
@@ -158,8 +181,9 @@ def markdown(meta: dict, rows: list[dict]) -> str:
              "in all.", ""]
     for section in dict.fromkeys(r["section"] for r in rows):
         lines += [f"### {section}", "",
-                  "| what | shape | rate | reference | ratio | of floor | compile s | note |",
-                  "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+                  "| what | shape | rate | reference | ratio | of floor | trips/sim "
+                  "| loop kernels | compile s | note |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         lines += [_row_md(r) for r in rows if r["section"] == section]
         lines.append("")
     return "\n".join(lines)
@@ -274,6 +298,18 @@ def model_floor(env, evaluator, sims: int) -> Callable:
     return run
 
 
+def _with_trips(result) -> tuple:
+    """What a timed search returns: its policy and its loop trips (one int32; the searches
+    that count none give -1)."""
+    trips = result.stats.get("loop_trips") if isinstance(result.stats, dict) else None
+    return result.policy, (trips[0] if trips is not None else jnp.int32(-1))
+
+
+def _trips_per_sim(compiled, args, sims: int) -> Optional[float]:
+    trips = int(compiled(*args)[1])
+    return trips / sims if trips >= 0 else None
+
+
 def search_section(report: Report, sizes: Sizes) -> None:
     from turbozero.search import MctxConfig, TreeSearchConfig, search
 
@@ -281,23 +317,30 @@ def search_section(report: Report, sizes: Sizes) -> None:
     sims, batch = sizes.search_sims, sizes.search_batch
     for game in sizes.search_games:
         env, ev, variables, states = _search_setup(game, sizes)
-        fns, compile_s, notes = {}, {}, []
-        for name, config in (("kernel", TreeSearchConfig(num_simulations=sims)),
-                             ("mctx", MctxConfig(num_simulations=sims))):
+        fns, compile_s, notes, kernels = {}, {}, [], {}
+        tree_cfg = TreeSearchConfig(num_simulations=sims, walk_unroll=sizes.walk_unroll)
+        configs = [("kernel", tree_cfg)] + (
+            [("mctx", MctxConfig(num_simulations=sims))] if sizes.with_mctx else [])
+        for name, config in configs:
             try:
                 fns[name], compile_s[name] = compile_timed(
-                    lambda v, s, k, c=config: search(env, ev, v, s, k, c).policy,
+                    lambda v, s, k, c=config: _with_trips(search(env, ev, v, s, k, c)),
                     variables, states, key)
+                kernels[name] = loop_profile(fns[name].as_text())
             except ValueError as err:  # a family that does not take this game says why
                 notes.append(f"{name}: {str(err).splitlines()[0][:120]}")
         fns["floor"], compile_s["floor"] = compile_timed(
             model_floor(env, ev, sims), variables, states, key)
-        t = time_compiled(fns, args=(variables, states, key), repeats=sizes.repeats)
+        kernels["floor"] = loop_profile(fns["floor"].as_text())
+        args = (variables, states, key)
+        trips = _trips_per_sim(fns["kernel"], args, sims) if "kernel" in fns else None
+        t = time_compiled(fns, args=args, repeats=sizes.repeats)
         rate = {k: batch * sims / v.median for k, v in t.items()}
         report.add("search", game, f"{batch} games x {sims} sims", "sims/s",
                    rate.get("kernel", float("nan")), "mctx" if "mctx" in rate else None,
                    rate.get("mctx"), floor_value=rate["floor"], compile_s=compile_s,
-                   note="; ".join(notes) or f"floor {_fmt(rate['floor'])} sims/s")
+                   note="; ".join(notes) or f"floor {_fmt(rate['floor'])} sims/s",
+                   trips_per_sim=trips, kernels=kernels)
 
 
 # ----------------------------------------------------------------------------------- mcgs
@@ -315,18 +358,23 @@ def mcgs_section(report: Report, sizes: Sizes) -> None:
     for batch in sizes.mcgs_batches:
         roots = jax.jit(lambda k, b=batch: jax.vmap(env.init)(jax.random.split(k, b)))(key)
         variables = jax.jit(net.init)(jax.random.PRNGKey(1), roots.observation[:1])
-        fns, compile_s = {}, {}
+        fns, compile_s, kernels, trips = {}, {}, {}, {}
         for name, tt in (("graph", True), ("tree", False)):
-            cfg = MCGSConfig(num_simulations=sims, transpositions=tt)
+            cfg = MCGSConfig(num_simulations=sims, transpositions=tt,
+                             walk_unroll=sizes.walk_unroll)
             fns[name], compile_s[name] = compile_timed(
-                lambda v, r, k, c=cfg: mcgs_search(eval_fn, v, env, r, k, c).policy,
+                lambda v, r, k, c=cfg: _with_trips(mcgs_search(eval_fn, v, env, r, k, c)),
                 variables, roots, key)
+            kernels[name] = loop_profile(fns[name].as_text())
+            trips[name] = _trips_per_sim(fns[name], (variables, roots, key), sims)
         t = time_compiled(fns, args=(variables, roots, key), repeats=sizes.repeats)
         rate = {k: batch * sims / v.median for k, v in t.items()}
         report.add("mcgs", f"{game} {env.width}x{env.height}, transpositions on",
                    f"{batch} games x {sims} playouts", "playouts/s", rate["graph"],
                    "without", rate["tree"], compile_s=compile_s,
-                   note=f"transpositions cost {rate['tree'] / rate['graph']:.2f}x")
+                   note=(f"transpositions cost {rate['tree'] / rate['graph']:.2f}x; without: "
+                         f"{trips['tree']:.2f} trips/sim"),
+                   trips_per_sim=trips["graph"], kernels=kernels)
 
 
 # ------------------------------------------------------------------------------- training
@@ -379,16 +427,34 @@ def main(argv: Optional[list[str]] = None) -> dict:
     p.add_argument("--out", required=True, help="folder for suite.json and suite.md")
     p.add_argument("--quick", action="store_true", help="small sizes (CPU, under 3 minutes)")
     p.add_argument("--sections", nargs="+", choices=list(SECTIONS), default=list(SECTIONS))
+    p.add_argument("--walk-unroll", type=int, metavar="N",
+                   help="levels per loop trip of the tree kernel's and the graph search's "
+                        "walks and backups (default: the backend's, "
+                        "turbozero.search.loops.default_unroll)")
+    p.add_argument("--no-mctx", action="store_true",
+                   help="the search section times the kernel and its floor only")
+    p.add_argument("--games", nargs="+", metavar="GAME",
+                   help="the search section's games (default: the mode's)")
     p.add_argument("--compile-cache", metavar="DIR",
                    help="keep compiles in this persistent XLA cache (default: none, every "
                         "compile cold, as the compile seconds should be read)")
     args = p.parse_args(argv)
     sizes = QUICK if args.quick else FULL
+    if args.walk_unroll is not None:
+        if args.walk_unroll < 1:
+            p.error(f"--walk-unroll must be >= 1, got {args.walk_unroll}")
+        sizes = dataclasses.replace(sizes, walk_unroll=args.walk_unroll)
+    if args.no_mctx:
+        sizes = dataclasses.replace(sizes, with_mctx=False)
+    if args.games:
+        sizes = dataclasses.replace(sizes, search_games=tuple(args.games))
     report = Report(args.out, "quick" if args.quick else "full")
     if args.compile_cache:
         jax.config.update("jax_compilation_cache_dir", args.compile_cache)
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     report.meta["compile_cache"] = args.compile_cache  # compile seconds are cache loads if set
+    report.meta["walk_unroll"] = sizes.walk_unroll
+    report.meta["xla_flags"] = os.environ.get("XLA_FLAGS", "")
     print(f"{report.meta}", flush=True)
     failed = []
     for name in args.sections:

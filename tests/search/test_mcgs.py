@@ -304,3 +304,18 @@ def test_bad_noise_settings():
     with pytest.raises(ValueError, match="dirichlet_alpha"):
         MCGSConfig(dirichlet_alpha=0.0)
     assert MCGSConfig().dirichlet_fraction == 0.0 and MCGSConfig().dirichlet_alpha == 0.3
+
+
+def test_walk_unroll_changes_the_loop_trips_not_the_graph():
+    """Levels per loop trip of the descent and the backup (issue 46) leave the graph, the
+    policy and the action bit for bit as they are; the counted trips fall."""
+    env = PyRat(maze=GREEDY_MAZE, max_turns=20)
+    out = {u: make_mcgs_fn(uniform_eval_fn, env, MCGSConfig(num_simulations=24, walk_unroll=u))(
+        None, roots(env, 2), jax.random.PRNGKey(3)) for u in (1, 3)}
+    for a, b in zip(jax.tree_util.tree_leaves((out[1].graph, out[1].policy, out[1].action)),
+                    jax.tree_util.tree_leaves((out[3].graph, out[3].policy, out[3].action))):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    trips1, trips3 = (int(o.stats["loop_trips"][0]) for o in (out[1], out[3]))
+    assert trips1 >= 24 and trips3 < trips1
+    with pytest.raises(ValueError, match="walk_unroll"):
+        MCGSConfig(walk_unroll=0)

@@ -88,6 +88,10 @@ REFERENCE_CONFIGS = {
     "gumbel-L3": TreeSearchConfig(num_simulations=40, leaves_per_step=3,
                                   root=GumbelRoot(max_considered=8)),
     "mctx": TreeSearchConfig(num_simulations=40, root=QUIET, selection=MctxPUCT()),
+    # several levels per loop trip (turbozero.search.loops): the same tree
+    "spec-unroll2": TreeSearchConfig(num_simulations=40, root=QUIET, walk_unroll=2),
+    "L4-unroll3": TreeSearchConfig(num_simulations=42, leaves_per_step=4, root=QUIET,
+                                   selection=SpecPUCT(fpu_base=0.3), walk_unroll=3),
 }
 
 
@@ -138,6 +142,29 @@ def _check_against_mctx(env, evaluator, states, num_simulations):
 
 def test_mctx_formulas_give_mctx_trees_on_tic_tac_toe():
     _check_against_mctx(TTT, TTT_EVAL, TTT_STATES, 48)
+
+
+def test_walk_unroll_changes_the_loop_trips_not_the_search():
+    """Levels per loop trip (issue 46: on a GPU each trip is a host round trip) leave every
+    array of the tree and the result bit for bit as they are; the counted trips fall."""
+    out = {}
+    for unroll in (1, 3):
+        config = TreeSearchConfig(num_simulations=40, root=QUIET, walk_unroll=unroll)
+        out[unroll] = _kernel(TTT_MODEL, TTT_STATES, jax.random.PRNGKey(2), config)
+    (r1, t1), (r3, t3) = out[1], out[3]
+    for a, b in zip(jax.tree_util.tree_leaves(t1), jax.tree_util.tree_leaves(t3)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    for name in ("action", "policy", "root_values"):
+        np.testing.assert_array_equal(np.asarray(getattr(r1, name)), np.asarray(getattr(r3, name)))
+    trips1, trips3 = (int(r.stats["loop_trips"][0]) for r in (r1, r3))
+    # every simulation walks down (at least the root's trip) and backs up (at least the leaf's)
+    assert trips1 >= 2 * 40 and trips3 < trips1
+    # the walks' depth bounds the trips: depth + 1 levels down and up per simulation
+    depth = int(np.asarray(r1.stats["max_depth"]).max())
+    assert trips1 <= 2 * 40 * (depth + 1)
+    assert trips3 <= 2 * 40 * (-(-(depth + 1) // 3))
+    with pytest.raises(ValueError, match="walk_unroll"):
+        TreeSearchConfig(walk_unroll=0)
 
 
 CHESS_STATES = _stack([

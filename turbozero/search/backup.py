@@ -11,7 +11,9 @@ The loop runs on the whole batch, one level per iteration, until every walk has 
 root; a finished walk scatters out of range. It is not a `while_loop` vmapped over trees: with
 a per-tree condition, vmap selects every carried array between old and new on every iteration,
 which on CPU cost more than the scatter-adds (docs/benchmarks.md, "The tree kernel
-against its model floor"). Only the statistics it adds to travel in the loop's carry.
+against its model floor"). Only the statistics it adds to travel in the loop's carry. Since a
+finished walk writes nothing, a trip may take several levels (`turbozero.search.loops`): on a
+GPU each trip is a round trip to the host.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from turbozero.search.loops import batch_while
 from turbozero.search.tree import NO_PARENT, Tree
 
 
@@ -35,13 +38,14 @@ class _Up(NamedTuple):
 
 
 def backup(tree: Tree, leaves: jax.Array, active: jax.Array, discount: float = 1.0,
-           virtual_loss: bool = True) -> Tree:
+           virtual_loss: bool = True, unroll: int = 1) -> tuple[Tree, jax.Array]:
     """Back up `leaves` (int32[B, L]) of a batch of trees; inactive leaves (bool[L]) do nothing.
 
     A leaf's value is its `raw_value` (0 at a terminal node): a pending node's evaluation was
     written before the backup, and a terminal node revisited backs up 0 (its reward is on the
     edge above it). `virtual_loss=False`: selection put none on the paths (one leaf per step,
-    `kernel._select_leaves`), so none is taken back."""
+    `kernel._select_leaves`), so none is taken back. `unroll`: levels per loop trip. Returns
+    (tree, the loop's trips int32[])."""
     n = tree.num_nodes
     rows = jnp.arange(tree.batch_size)[:, None]  # [B, 1]
     safe = jnp.maximum(leaves, 0)
@@ -74,7 +78,7 @@ def backup(tree: Tree, leaves: jax.Array, active: jax.Array, discount: float = 1
             wdl_sum=wdl_sum,
         )
 
-    end = jax.lax.while_loop(cond, body, start)
+    end, trips = batch_while(cond, body, start, unroll)
     return tree._replace(node_visits=end.node_visits, virtual_loss=end.virtual_loss,
                          value_sum=end.value_sum, value_sq_sum=end.value_sq_sum,
-                         wdl_sum=end.wdl_sum)
+                         wdl_sum=end.wdl_sum), trips

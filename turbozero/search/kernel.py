@@ -19,6 +19,7 @@ import numpy as np
 
 from turbozero.search.acting import act, random_argmax
 from turbozero.search.backup import backup
+from turbozero.search.loops import batch_while, default_unroll
 from turbozero.search.model import EnvModel, ModelOutput
 from turbozero.search.api import SearchResult, register_family
 from turbozero.search.roots import GumbelRoot, PUCTRoot, RootExtra
@@ -52,6 +53,9 @@ class TreeSearchConfig:
         `reuse_subtree` (its nodes are kept only while they fit).
     discount: gamma of `Q(s, a) = r + gamma * V(s')` in selection and backup (1 for games
         searched on their true rules; a learned model may discount, docs/search.md).
+    walk_unroll: levels the selection walk and the backup take per loop trip; None takes the
+        backend's measured default (`turbozero.search.loops.default_unroll`: 1 on CPU, more on
+        a GPU, where every trip is a round trip to the host). Results do not depend on it.
     """
 
     num_simulations: int = 32
@@ -63,6 +67,7 @@ class TreeSearchConfig:
     temperature_moves: Optional[int] = None
     extra_nodes: int = 0
     discount: float = 1.0
+    walk_unroll: Optional[int] = None
     family: ClassVar[str] = "tree"
 
     def __post_init__(self) -> None:
@@ -81,6 +86,7 @@ class TreeSearchConfig:
         check_int("temperature_moves", self.temperature_moves, minimum=0, optional=True)
         check_int("extra_nodes", self.extra_nodes, minimum=0)
         check_real("discount", self.discount, above=0, maximum=1)
+        check_int("walk_unroll", self.walk_unroll, minimum=1, optional=True)
 
     @property
     def num_nodes(self) -> int:
@@ -96,6 +102,7 @@ class _Loop(NamedTuple):
     # int32[B, N, K, 3] during the search loop: the tree's children_action, children_index
     # and children_prior (its bits) side by side (`_pack_children`); the tree holds None there
     children: Optional[jax.Array] = None
+    trips: Optional[jax.Array] = None  # int32[] while-loop trips of the walks and backups
 
 
 class _Descent(NamedTuple):
@@ -183,17 +190,18 @@ def _write_nodes(
 def _select_leaves(
     tree: Tree, children: jax.Array, active: jax.Array, extra: RootExtra,
     config: TreeSearchConfig, risk: Optional[jax.Array] = None,
-) -> tuple[Tree, jax.Array, jax.Array, jax.Array, jax.Array, jax.Array]:
+) -> tuple[Tree, jax.Array, jax.Array, jax.Array, jax.Array, jax.Array,
+           jax.Array]:
     """Select L leaves in every tree of the batch (embedding-less; its child rows are the
     packed `children`, int32[B, N, K, 3], `_pack_children`), one after the other.
 
     Returns (tree with the new nodes allocated and virtual loss on the paths, children with
     the new nodes linked, leaf int32[B, L], parent int32[B, L], action int32[B, L], new
-    bool[B, L]). A walk ends at a terminal node, at a node whose evaluation is pending
-    (allocated earlier in this step: the leaf is evaluated once and backed up once per walk),
-    or by allocating the child of an unexpanded slot. `active`: bool[L] (the last step of a
-    search may select fewer); `risk`: float32[B, P] the risk beta of each seat in each game
-    (None: the selection's own beta).
+    bool[B, L], the walks' loop trips int32[]). A walk ends at a terminal node, at a node
+    whose evaluation is pending (allocated earlier in this step: the leaf is evaluated once and
+    backed up once per walk), or by allocating the child of an unexpanded slot. `active`:
+    bool[L] (the last step of a search may select fewer); `risk`: float32[B, P] the risk beta
+    of each seat in each game (None: the selection's own beta).
 
     Written on the batch, not vmapped over trees: a vmapped `while_loop` whose condition
     differs per tree selects every carried array between old and new on every iteration, and
@@ -227,8 +235,10 @@ def _select_leaves(
     # back: the tree ends the step with the virtual loss it started with. So L = 1 adds none.
     with_vl = active.shape[0] > 1
 
+    unroll = default_unroll(config.walk_unroll)
+
     def walk(j, carry):
-        t, kids_all, leaves, parents, actions, news = carry
+        t, kids_all, leaves, parents, actions, news, trips = carry
 
         def cond(d: _Descent):
             return jnp.any(~d.done)
@@ -265,7 +275,7 @@ def _select_leaves(
                          new=jnp.zeros((b,), jnp.bool_),
                          done=jnp.broadcast_to(~active[j], (b,)),
                          virtual_loss=t.virtual_loss if with_vl else None)
-        d = jax.lax.while_loop(cond, body, start)
+        d, walk_trips = batch_while(cond, body, start, unroll)
         new = d.new & active[j]
         idx = jnp.where(new, t.next_node, n)  # out of range: nothing written
         action = d.action
@@ -282,11 +292,13 @@ def _select_leaves(
         kids_all = kids_all.at[rows, jnp.where(new, d.node, n), d.slot, 1].set(idx, mode="drop")
         leaf = jnp.where(new, idx, d.node)
         return (t, kids_all, leaves.at[:, j].set(leaf), parents.at[:, j].set(d.node),
-                actions.at[:, j].set(jnp.where(new, action, 0)), news.at[:, j].set(new))
+                actions.at[:, j].set(jnp.where(new, action, 0)), news.at[:, j].set(new),
+                trips + walk_trips)
 
     n_leaves = active.shape[0]
     zeros = jnp.zeros((b, n_leaves), jnp.int32)
-    init = (tree, children, zeros, zeros, zeros, jnp.zeros((b, n_leaves), jnp.bool_))
+    init = (tree, children, zeros, zeros, zeros, jnp.zeros((b, n_leaves), jnp.bool_),
+            jnp.zeros((), jnp.int32))
     return jax.lax.fori_loop(0, n_leaves, walk, init)
 
 
@@ -390,7 +402,7 @@ def _simulate(model, params, tree: Tree, key: jax.Array, extra: RootExtra,
         key, k_step = jax.random.split(loop.key)
         active = i * num_l + jnp.arange(num_l) < config.num_simulations  # [L]
         embedding = loop.tree.embedding
-        bare, children, leaves, parents, actions, new = _select_leaves(
+        bare, children, leaves, parents, actions, new, walk_trips = _select_leaves(
             _without_embedding(loop.tree), loop.children, active, extra, config,
             risk)  # [B, L] each
         parent_emb = jax.tree_util.tree_map(
@@ -403,17 +415,20 @@ def _simulate(model, params, tree: Tree, key: jax.Array, extra: RootExtra,
         write = jnp.where(new, leaves, bare.num_nodes).reshape(-1)  # out of range: skipped
         tree, children = _write_nodes(bare._replace(embedding=embedding), rows.reshape(-1),
                                       write, child_emb, out, reward, k, children)
-        bare = backup(_without_embedding(tree), leaves, active, config.discount,
-                      virtual_loss=num_l > 1)
-        return _Loop(tree=bare._replace(embedding=tree.embedding), key=key, children=children)
+        bare, backup_trips = backup(_without_embedding(tree), leaves, active, config.discount,
+                                    virtual_loss=num_l > 1,
+                                    unroll=default_unroll(config.walk_unroll))
+        return _Loop(tree=bare._replace(embedding=tree.embedding), key=key, children=children,
+                     trips=loop.trips + walk_trips + backup_trips)
 
-    loop = jax.lax.fori_loop(0, steps, step, _Loop(tree=tree, key=key, children=children))
+    loop = jax.lax.fori_loop(0, steps, step, _Loop(tree=tree, key=key, children=children,
+                                                   trips=jnp.zeros((), jnp.int32)))
     action, index, prior = _unpack_children(loop.children)
     tree = loop.tree._replace(children_action=action, children_index=index,
                               children_prior=prior)
     if layout is not None:
         tree = tree._replace(embedding=_from_bytes(tree.embedding, layout))
-    return _Loop(tree=tree, key=loop.key)
+    return _Loop(tree=tree, key=loop.key, trips=loop.trips)
 
 
 def _root_stats(tree: Tree, discount: float = 1.0):
@@ -480,7 +495,9 @@ def tree_search(
     Returns (result, tree); the tree is for `reuse_subtree` and inspection. The result's
     `stats`: `root_visits` int32[B, A], `risk_value` float32[B] (the root's LogSumExp risk
     value, docs/search.md; 0 if beta is 0), `max_depth` int32[B] (root = 0), `nodes_used`
-    int32[B].
+    int32[B], `loop_trips` int32[B] (the while-loop trips of the batch's selection walks and
+    backups, the same for every game: the loops run on the whole batch; on a GPU each is a
+    round trip to the host, docs/benchmarks.md).
     """
     k_noise, k_loop, k_act = jax.random.split(key, 3)
     fresh = init_tree(model, params, root_input, config)
@@ -506,7 +523,8 @@ def tree_search(
         if risk_beta.shape != (b, model.num_players):
             raise ValueError(f"risk_beta must be float32[{b}, {model.num_players}] (one beta per "
                              f"game and seat), got shape {risk_beta.shape}")
-    tree = _simulate(model, params, tree, k_loop, extra, config, risk_beta).tree
+    loop = _simulate(model, params, tree, k_loop, extra, config, risk_beta)
+    tree = loop.tree
 
     if temperature is None:
         temperature = jnp.full((b,), config.temperature, jnp.float32)
@@ -538,7 +556,8 @@ def tree_search(
             tree.wdl_sum[:, ROOT_INDEX] / tree.node_visits[:, ROOT_INDEX, None], mover),
         stats={"root_visits": visits, "risk_value": _risk_value(stats, beta, bounds),
                "max_depth": jnp.max(jnp.where(used, tree.depth, 0), axis=1),
-               "nodes_used": tree.next_node},
+               "nodes_used": tree.next_node,
+               "loop_trips": jnp.broadcast_to(loop.trips, (b,))},
     )
     return result, tree
 

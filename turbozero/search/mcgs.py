@@ -50,6 +50,7 @@ from envs.core import Env, GraphSearchEnv, State, require_protocol
 from turbozero.search.acting import act
 from turbozero.search.api import SearchResult, register_family
 from turbozero.search.fpu import first_play_urgency
+from turbozero.search.loops import batch_while, default_unroll
 from turbozero.search.noise import mix_legal_noise
 
 EvalFn = Callable[[Any, Any], tuple[jax.Array, jax.Array, jax.Array, jax.Array]]
@@ -86,6 +87,10 @@ class MCGSConfig:
         outcomes tie at the FPU value and outcome 0 is taken for both players. 1.0 (lc0's
         sqrt(max(N, 1))) makes the first selection follow the priors. Which learns better is
         measured per game (docs/learning.md, PyRat: the spec's 0.0).
+    walk_unroll: levels the descent and the backup take per loop trip; None takes 1 (on a GPU
+        every trip is a round trip to the host, but a descent step also steps the env, and 4
+        levels a trip measured 0.89-0.95x as fast on an H200: docs/benchmarks.md, "Trips and
+        kernels per simulation"). Results do not depend on it.
     """
 
     num_simulations: int = 64
@@ -100,6 +105,7 @@ class MCGSConfig:
     dirichlet_alpha: float = 0.3
     dirichlet_fraction: float = 0.0
     exploration_floor: float = 1.0
+    walk_unroll: Optional[int] = None
     family: ClassVar[str] = "graph"
 
     def __post_init__(self) -> None:
@@ -125,6 +131,10 @@ class MCGSConfig:
         if not 0.0 <= self.exploration_floor < math.inf:
             raise ValueError(f"mcgs: exploration_floor must be finite and >= 0, got "
                              f"{self.exploration_floor}")
+        if self.walk_unroll is not None and (isinstance(self.walk_unroll, bool) or not isinstance(
+                self.walk_unroll, (int, np.integer)) or self.walk_unroll < 1):
+            raise ValueError(f"mcgs: walk_unroll must be None or an integer >= 1, got "
+                             f"{self.walk_unroll!r}")
 
     @property
     def num_nodes(self) -> int:
@@ -165,7 +175,7 @@ class MCGSOutput:
     # float32[B, 2, A] marginal Q of each action at the root (FPU if unvisited; an action that
     # reaches no outcome, an illegal one, reads the FPU of the padding)
     action_q: jax.Array
-    stats: dict  # int32[B] each: nodes_used, evaluations, tt_hits, playouts_with_hit, ...
+    stats: dict  # int32[B] each: nodes_used, evaluations, tt_hits, playouts_with_hit, loop_trips...
     graph: Graph  # the whole graph (batched), for inspection and tests
 
 
@@ -342,11 +352,12 @@ def _descent_step(env: Env, root: State, d: _Descent, cfg: MCGSConfig, depth_cap
 
 def _descend(env: Env, roots: State, g: Graph, cfg: MCGSConfig):
     """One playout per game: selection and expansion (`g` and `roots` batched). Returns (graph,
-    path, depth, leaf): the paths int32[B, depth_cap, 3], their depths (0 for a dropped
-    playout) and the leaves (NO_NODE if none).
+    path, depth, leaf, trips): the paths int32[B, depth_cap, 3], their depths (0 for a dropped
+    playout), the leaves (NO_NODE if none) and the loop's trips int32[].
 
     One `while_loop` for the batch, running until every game has stopped; the step of each
-    game is vmapped inside it and masked once the game is done (`_descent_step`)."""
+    game is vmapped inside it and masked once the game is done (`_descent_step`), so a trip
+    may take several steps (`cfg.walk_unroll`, `turbozero.search.loops`)."""
     max_steps = getattr(env, "max_episode_steps", None) or cfg.num_simulations
     depth_cap = min(cfg.num_simulations, max_steps) + 1
     batch = g.num_nodes.shape[0]
@@ -359,12 +370,13 @@ def _descend(env: Env, roots: State, g: Graph, cfg: MCGSConfig):
                     stop=g.terminal[:, 0] | root_leaf, dropped=false, hit=false,
                     short_circuited=false, after=jnp.full(batch, NO_NODE, jnp.int32))
     step = jax.vmap(lambda d, root: _descent_step(env, root, d, cfg, depth_cap))
-    d = jax.lax.while_loop(lambda d: jnp.any(~d.stop), lambda d: step(d, roots), init)
+    d, trips = batch_while(lambda d: jnp.any(~d.stop), lambda d: step(d, roots), init,
+                           default_unroll(cfg.walk_unroll, accelerator=1))
     g = d.graph.replace(playouts_with_hit=d.graph.playouts_with_hit + d.hit,
                         dropped_playouts=d.graph.dropped_playouts + d.dropped,
                         short_circuits=d.graph.short_circuits + d.short_circuited)
     return (g, d.path, jnp.where(d.dropped, 0, d.depth),
-            jnp.where(d.dropped, NO_NODE, d.leaf))
+            jnp.where(d.dropped, NO_NODE, d.leaf), trips)
 
 
 def _reduce_prior(logits: jax.Array, a2i: jax.Array, n: jax.Array) -> jax.Array:
@@ -408,15 +420,19 @@ def _backup_step(g: Graph, path: jax.Array, k: jax.Array) -> Graph:
     return g.replace(Q=g.Q.at[n].set(jnp.where(live, _recompute_q(g, n), g.Q[n])))
 
 
-def _backup(g: Graph, path: jax.Array, depth: jax.Array) -> Graph:
+def _backup(g: Graph, path: jax.Array, depth: jax.Array, unroll: int = 1
+            ) -> tuple[Graph, jax.Array]:
     """Back every game's path up, deepest edge first, so each parent sees its child's new Q
-    (`g` batched). One `while_loop` for the batch, as long as the longest path."""
+    (`g` batched). One `while_loop` for the batch, as long as the longest path, `unroll` edges
+    a trip (an edge index below 0 writes nothing). Returns (graph, the loop's trips int32[])."""
+    longest = jnp.max(depth)
 
     def back(c):
         i, g = c
         return i + 1, jax.vmap(_backup_step)(g, path, depth - 1 - i)
 
-    return jax.lax.while_loop(lambda c: c[0] < jnp.max(depth), back, (jnp.int32(0), g))[1]
+    (_, g), trips = batch_while(lambda c: c[0] < longest, back, (jnp.int32(0), g), unroll)
+    return g, trips
 
 
 def _mix_root_noise(g: Graph, fresh: jax.Array, key: jax.Array, cfg: MCGSConfig) -> Graph:
@@ -499,8 +515,9 @@ def mcgs_search(eval_fn: EvalFn, params: Any, env: Env, root_states: State, key:
     if config.dirichlet_fraction > 0:  # split only then: without noise the keys stay as they were
         key, noise_key = jax.random.split(key)
 
-    def simulate(_, g):
-        g, path, depth, leaf = _descend(env, root_states, g, config)
+    def simulate(_, carry):
+        g, trips = carry
+        g, path, depth, leaf, descent_trips = _descend(env, root_states, g, config)
         li = jnp.maximum(leaf, 0)
         emb = jax.tree_util.tree_map(lambda x: x[jnp.arange(batch), li], g.emb)
         states = jax.vmap(env.search_restore)(root_states, emb)
@@ -508,23 +525,27 @@ def mcgs_search(eval_fn: EvalFn, params: Any, env: Env, root_states: State, key:
         l1, l2, v1, v2 = eval_fn(params, x)
         out = (_as_logits(l1, batch, num_actions, "player 1"),
                _as_logits(l2, batch, num_actions, "player 2"), v1, v2)
-        g = _backup(jax.vmap(_store_evaluation)(g, leaf, out), path, depth)
+        g, backup_trips = _backup(jax.vmap(_store_evaluation)(g, leaf, out), path, depth,
+                                  default_unroll(config.walk_unroll, accelerator=1))
         if config.dirichlet_fraction > 0:  # the root is evaluated once, by the first playout
             fresh = leaf == 0
             g = jax.lax.cond(jnp.any(fresh), lambda g: _mix_root_noise(g, fresh, noise_key,
                                                                        config), lambda g: g, g)
-        return g
+        return g, trips + descent_trips + backup_trips
 
     n = config.num_simulations if num_playouts is None else jnp.minimum(
         jnp.asarray(num_playouts, jnp.int32), config.num_simulations)
-    g = jax.lax.fori_loop(0, n, simulate, g)
+    g, trips = jax.lax.fori_loop(0, n, simulate, (g, jnp.zeros((), jnp.int32)))
     keys = jax.random.split(key, batch)
     action, policy, root_value, action_q = jax.vmap(lambda gg, k: _root_output(gg, config, k))(
         g, keys)
     stats = dict(nodes_used=g.num_nodes, evaluations=g.evaluations, tt_hits=g.tt_hits,
                  playouts_with_hit=g.playouts_with_hit, dropped_playouts=g.dropped_playouts,
                  short_circuits=g.short_circuits,
-                 root_visits=g.visits[:, 0].sum((1, 2)))
+                 root_visits=g.visits[:, 0].sum((1, 2)),
+                 # the batch's descent and backup loop trips (the same for every game: the
+                 # loops run on the whole batch; on a GPU each is a round trip to the host)
+                 loop_trips=jnp.broadcast_to(trips, (batch,)))
     return MCGSOutput(action=action, policy=policy, root_value=root_value, action_q=action_q,
                       stats=stats, graph=g)
 
