@@ -56,6 +56,40 @@ def test_evaluation_search_turns_off_noise_and_temperature_also_when_nested():
         num_simulations=5, dirichlet_fraction=0.0, temperature=0.0)
 
 
+def test_every_search_config_says_how_it_is_deterministic_for_evaluation():
+    """`config.for_evaluation()` (issue 44, item 3), not fields zeroed by name: each config of
+    the library has it; a config without it is refused with the reason."""
+    import dataclasses
+
+    from turbozero.search.afterstate import AfterstatePlayerConfig
+    from turbozero.search.cpu.selfplay import CPUSelfPlayConfig
+    from turbozero.search.cpu.tree import CPUSearchConfig
+    from turbozero.search.one_ply import OnePlyConfig
+    from turbozero.search.roots import GumbelRoot
+    from turbozero.training.muzero import MuZeroConfig
+    from turbozero.training.td import TDConfig
+
+    gumbel = TreeSearchConfig(root=GumbelRoot(gumbel_scale=1.0))
+    assert evaluation_search(gumbel).root.gumbel_scale == 0.0
+    assert evaluation_search(MuZeroConfig(search=gumbel)).search == evaluation_search(gumbel)
+    assert evaluation_search(MCGSConfig(dirichlet_fraction=0.5)) == MCGSConfig(
+        dirichlet_fraction=0.0, temperature=0.0)
+    assert evaluation_search(CPUSearchConfig()) == CPUSearchConfig(dirichlet_fraction=0.0,
+                                                                   temperature=0.0)
+    # the C++ self-play's (the generic zeroing gave temperature_moves=None, a ValueError)
+    cpu = evaluation_search(CPUSelfPlayConfig())
+    assert (cpu.temperature, cpu.temperature_moves, cpu.search.dirichlet_fraction) == (0, 0, 0)
+    for deterministic in (OnePlyConfig(), AfterstatePlayerConfig(plies=1), TDConfig()):
+        assert evaluation_search(deterministic) == deterministic
+
+    @dataclasses.dataclass(frozen=True)
+    class Mine:
+        num_simulations: int = 1
+
+    with pytest.raises(ValueError, match="Mine has no for_evaluation"):
+        evaluation_search(Mine())
+
+
 def test_unknown_evaluation_opponents_are_named_with_the_choices():
     with pytest.raises(ValueError, match="unknown evaluation opponent 'gnubg' for chess"):
         get_preset("chess", "tiny", eval_opponents=("gnubg",))

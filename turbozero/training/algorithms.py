@@ -20,7 +20,6 @@ Every method is pure and jittable once the algorithm is built; the Trainer jits 
 from __future__ import annotations
 
 import abc
-import dataclasses
 import functools
 import importlib
 from typing import Any, Callable, Optional
@@ -49,27 +48,13 @@ PolicyFn = Callable[[Any, State, jax.Array], jax.Array]
 
 
 def evaluation_search(search_config: Any) -> Any:
-    """The self-play search made deterministic for evaluation: no root noise, temperature 0.
-
-    Generic over config dataclasses: every `dirichlet_fraction`, `temperature` and
-    `gumbel_scale` field, in the config or in a config object nested in it (e.g. the kernel's
-    `root=PUCTRoot(...)`), is set to 0; a `temperature_moves` schedule is dropped."""
-    if not dataclasses.is_dataclass(search_config) or isinstance(search_config, type):
-        raise ValueError(f"a search config must be a dataclass, got {type(search_config).__name__}")
-
-    def deterministic(obj):
-        changes = {}
-        for f in dataclasses.fields(obj):
-            value = getattr(obj, f.name)
-            if f.name in ("dirichlet_fraction", "temperature", "gumbel_scale"):
-                changes[f.name] = 0.0
-            elif f.name == "temperature_moves":
-                changes[f.name] = None
-            elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-                changes[f.name] = deterministic(value)
-        return dataclasses.replace(obj, **changes)
-
-    return deterministic(search_config)
+    """The self-play search made deterministic for evaluation: `search_config.for_evaluation()`
+    (every search config says how: no root noise, temperature 0; docs/training.md)."""
+    if not callable(getattr(type(search_config), "for_evaluation", None)):
+        raise ValueError(f"{type(search_config).__name__} has no for_evaluation(): a search "
+                         "config says how it searches deterministically for evaluation "
+                         "(give the algorithm an eval_search, or add the method)")
+    return search_config.for_evaluation()
 
 
 def tree_config(search_config: Any) -> Any:

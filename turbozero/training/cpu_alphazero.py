@@ -49,9 +49,7 @@ class CPUAlphaZero(AlphaZeroAlgorithm):
             raise ValueError(f"CPUAlphaZero needs a CPUSelfPlayConfig, got {search_config!r}")
         evaluation = (search_config if eval_search_config is None else eval_search_config)
         if isinstance(evaluation, CPUSelfPlayConfig):
-            evaluation = kernel_config(dataclasses.replace(
-                evaluation, temperature=0.0,
-                search=dataclasses.replace(evaluation.search, dirichlet_fraction=0.0)))
+            evaluation = kernel_config(evaluation).for_evaluation()
         super().__init__(env, apply_fn, value_format, kernel_config(search_config), evaluation)
         self.cpu_config = search_config
         # TrainConfig.temperature_schedule, given by the Trainer (`use_temperature_schedule`);

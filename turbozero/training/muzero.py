@@ -55,6 +55,10 @@ class MuZeroConfig:
     policy_weight: float = 1.0
     consistency_weight: float = 2.0  # EfficientZero's lambda_3
 
+    def for_evaluation(self) -> "MuZeroConfig":
+        """The learned model's search made deterministic (`search.for_evaluation()`)."""
+        return dataclasses.replace(self, search=self.search.for_evaluation())
+
     def __post_init__(self) -> None:
         if not isinstance(self.search, TreeSearchConfig):
             raise ValueError(f"MuZeroConfig.search must be a TreeSearchConfig, got "

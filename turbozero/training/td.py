@@ -49,6 +49,11 @@ class TDConfig:
     td_lambda: float = 0.7
     exploration: float = 0.02
 
+    def for_evaluation(self) -> "TDConfig":
+        """The same config: TD's evaluation plays its player's best move (`AfterstateTD.act`,
+        no exploration), and the player has no noise (`player.for_evaluation()`)."""
+        return dataclasses.replace(self, player=self.player.for_evaluation())
+
     def __post_init__(self) -> None:
         if not isinstance(self.player, AfterstatePlayerConfig):
             raise ValueError(f"player must be an AfterstatePlayerConfig, got {self.player!r}")
