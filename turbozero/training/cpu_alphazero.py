@@ -26,7 +26,7 @@ from turbozero.search.cpu.selfplay import CPUSelfPlayConfig, cpu_self_play, make
 from turbozero.search.kernel import TreeSearchConfig
 from turbozero.search.roots import PUCTRoot
 from turbozero.search.selection import SpecPUCT
-from turbozero.training.algorithms import AlphaZeroAlgorithm, register_algorithm
+from turbozero.training.algorithms import AlphaZeroAlgorithm
 from turbozero.training.collector import CollectStats
 
 
@@ -221,6 +221,3 @@ def _scatter_positions(buffer, rows, cols, observation, policy, legal_action_mas
         ptr=jnp.asarray(ptr, buffer.ptr.dtype),
         num_writes=jnp.asarray(num_writes, buffer.num_writes.dtype),
     )
-
-
-register_algorithm(CPUSelfPlayConfig, CPUAlphaZero)

@@ -31,7 +31,7 @@ from turbozero.search.learned import LearnedModel
 from turbozero.search.roots import GumbelRoot
 from turbozero.search.selection import MctxPUCT
 from turbozero.training import replay
-from turbozero.training.algorithms import Algorithm, register_algorithm
+from turbozero.training.algorithms import Algorithm
 from turbozero.training.types import SelfPlayTargets
 
 
@@ -250,7 +250,7 @@ class MuZeroAlgorithm(Algorithm):
                            config=self.search_config)
 
 
-register_algorithm(MuZeroConfig, MuZeroAlgorithm)
+
 
 __all__ = ["MuZeroConfig", "MuZeroBatch", "MuZeroAlgorithm", "make_batch", "value_targets",
            "step_rewards", "muzero_loss"]
