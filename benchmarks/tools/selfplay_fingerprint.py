@@ -1,6 +1,6 @@
 """Fingerprints of a few iterations of self-play and training, one preset per algorithm, for
 checking that a refactor leaves what every algorithm plays and learns bit-identical (issue 44,
-"every preset trains to the same curves").
+"every preset trains to the same curves"; docs/training.md, "Algorithms", says what was checked).
 
 For each case a shrunk preset (4 games, a few moves, one gradient step, no evaluation or
 checkpoints) trains `--iterations` iterations; printed per case: a sha256 of every replay leaf
