@@ -37,7 +37,9 @@ def _err_line(capsys) -> str:
 def _mctx_base():
     """A config searching with mctx (the backgammon AlphaZero presets are on the kernel now):
     the --set tests below read MctxConfig's fields."""
-    return get_preset("backgammon", "az-tiny", search=MctxConfig(num_simulations=8))
+    base = get_preset("backgammon", "az-tiny")
+    return dataclasses.replace(base, algorithm=dataclasses.replace(
+        base.algorithm, search=MctxConfig(num_simulations=8)))
 
 
 # ----------------------------------------------------------------------- --set parsing

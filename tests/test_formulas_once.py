@@ -46,8 +46,29 @@ ALLOWED = {
     # positions of a training batch by priority (not a move)
     "categorical": {"search/acting.py", "training/replay.py"},
     "fpu": {"search/fpu.py"},
+    # the mover's value as seat-order values (`where(seat == mover, v, -v)` or `[v, -v]`):
+    # only networks/value_formats.py (`mover_to_seats`); afterstate.py's flips are the value
+    # of one mover seen by another mover (the afterstate's against the root's), not seats;
+    # chess adjudication scores White (seat 0 always), not a mover
+    "seats": {"networks/value_formats.py", "search/afterstate.py", "games/chess/adjudication.py"},
 }
 _FPU = re.compile(r"fpu\w*\s*\*\s*\(\s*1(\.0*)?\s*-")
+
+
+def _negated_pair(node) -> bool:
+    """`where(cond, v, -v)` with a condition on a mover / player / seat, or a list `[v, -v]`."""
+    def negation(a, b):  # a value and its negation (not a constant pair such as (-1.0, 1.0))
+        return (isinstance(b, ast.UnaryOp) and isinstance(b.op, ast.USub)
+                and not isinstance(a, ast.Constant) and ast.unparse(b.operand) == ast.unparse(a))
+
+    if isinstance(node, ast.Call) and len(node.args) == 3 and (
+            getattr(node.func, "attr", getattr(node.func, "id", "")) == "where"):
+        cond = ast.unparse(node.args[0])
+        return (negation(node.args[1], node.args[2])
+                and any(w in cond for w in ("mover", "player", "seat")))
+    if isinstance(node, (ast.List, ast.Tuple)) and len(node.elts) == 2:
+        return negation(*node.elts) or negation(*node.elts[::-1])
+    return False
 
 
 def _sources():
@@ -67,6 +88,8 @@ def _uses(kind: str) -> dict[str, list[int]]:
                        else name == "categorical")
             elif kind == "fpu" and isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
                 hit = bool(_FPU.search(ast.unparse(node)))
+            elif kind == "seats":
+                hit = _negated_pair(node)
             if hit:
                 found.setdefault(rel, []).append(node.lineno)
     return found
@@ -81,7 +104,7 @@ def test_each_formula_is_defined_once(kind):
                        "once'), or list the use in ALLOWED with the reason")
     # the home module really holds it (the scan finds what it looks for)
     home = {"dirichlet": "search/noise.py", "categorical": "search/acting.py",
-            "fpu": "search/fpu.py"}[kind]
+            "fpu": "search/fpu.py", "seats": "networks/value_formats.py"}[kind]
     assert home in found
 
 

@@ -71,9 +71,11 @@ def get_preset(game: str, preset: str, **overrides: Any) -> TrainConfig:
     optional = cfg.pop(_IF_INSTALLED, ())
     cfg["eval_opponents"] = tuple(cfg.get("eval_opponents", ())) + tuple(
         o for o in optional if _installed(game, o))
-    unknown = set(overrides) - {f.name for f in dataclasses.fields(TrainConfig)} - set(
-        TrainConfig.legacy_fields)
+    unknown = set(overrides) - {f.name for f in dataclasses.fields(TrainConfig)}
     if unknown:
-        raise ValueError(f"unknown config fields: {sorted(unknown)}")
+        hint = ("; the self-play search, the evaluation player and acting are fields of "
+                "`algorithm` (e.g. algorithm=dataclasses.replace(config.algorithm, search=...))"
+                if unknown & {"search", "eval_search", "temperature_schedule"} else "")
+        raise ValueError(f"unknown config fields: {sorted(unknown)}{hint}")
     cfg.update(overrides)
     return TrainConfig(**cfg)

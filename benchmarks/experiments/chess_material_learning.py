@@ -41,9 +41,10 @@ def config(seed: int, iterations: int, eval_simulations: int = 64, one_ply: bool
     small = get_preset("chess", "small", seed=seed, num_iterations=iterations)
     if one_ply:  # the preset's own evaluation
         return small
-    return dataclasses.replace(small, eval_search=evaluation_search(TreeSearchConfig(
-        num_simulations=eval_simulations, selection=SpecPUCT(fpu_base=0.0),
-        root=GumbelRoot(max_considered=64), discount=small.search.discount)))
+    return dataclasses.replace(small, algorithm=dataclasses.replace(
+        small.algorithm, eval_search=evaluation_search(TreeSearchConfig(
+            num_simulations=eval_simulations, selection=SpecPUCT(fpu_base=0.0),
+            root=GumbelRoot(max_considered=64), discount=small.search.discount))))
 
 
 def main() -> None:

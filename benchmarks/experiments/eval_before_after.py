@@ -39,7 +39,8 @@ def main() -> None:
     enable_compilation_cache()
     config = evaluation_config(args.run_dir, args.games, args.set)
     if args.one_ply:
-        config = dataclasses.replace(config, eval_search=OnePlyConfig())
+        config = dataclasses.replace(config, algorithm=dataclasses.replace(
+            config.algorithm, eval_search=OnePlyConfig()))
     trainer = Trainer(config)  # no run directory: nothing is written
     untrained = trainer.evaluate(args.opponent)
     trainer.state, _ = load_checkpoint(args.run_dir, trainer.state, restore_network)

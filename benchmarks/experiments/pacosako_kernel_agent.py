@@ -15,6 +15,7 @@ visited root child is a tie.
 """
 
 import argparse
+import dataclasses
 import time
 
 import jax
@@ -57,8 +58,9 @@ def play(args) -> None:
     key = jax.random.PRNGKey(args.seed)
     for name, config in SEARCHES.items():
         t = time.time()
-        cfg = get_preset("pacosako", "tiny", eval_games=args.games, checkpoint_every=0,
-                         search=config)
+        cfg = get_preset("pacosako", "tiny", eval_games=args.games, checkpoint_every=0)
+        cfg = dataclasses.replace(cfg, algorithm=dataclasses.replace(cfg.algorithm,
+                                                                     search=config))
         r = Trainer(cfg).evaluate("random", key=key)
         print(f"{name:20s}", {k: r[k] for k in ("finished", "wins", "draws", "losses", "steps")},
               f"{time.time() - t:.0f} s", flush=True)

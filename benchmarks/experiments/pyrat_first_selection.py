@@ -26,10 +26,10 @@ def main() -> None:
     ap.add_argument("--run-dir", default="/tmp/lc/pyrat-small-ablate")
     args = ap.parse_args()
     base = get_preset("pyrat", "small", seed=args.seed, checkpoint_every=0)
-    cfg = dataclasses.replace(
-        base,
+    cfg = dataclasses.replace(base, algorithm=dataclasses.replace(
+        base.algorithm,
         search=dataclasses.replace(base.search, exploration_floor=args.floor),
-        eval_search=dataclasses.replace(base.eval_search, exploration_floor=args.floor))
+        eval_search=dataclasses.replace(base.eval_search, exploration_floor=args.floor)))
     Trainer(cfg, args.run_dir).run(progress=False)
 
 

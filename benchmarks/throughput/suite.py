@@ -392,7 +392,7 @@ def training_section(report: Report, sizes: Sizes) -> None:
     small = dataclasses.replace(search_cfg, num_simulations=sizes.train_sims)
     if search_cfg is not cfg.search:
         small = dataclasses.replace(cfg.search, search=small)
-    cfg = dataclasses.replace(cfg, search=small)
+    cfg = dataclasses.replace(cfg, algorithm=dataclasses.replace(cfg.algorithm, search=small))
     trainer = Trainer(cfg)
     for _ in range(20):  # fill the replay until finished games give value targets
         trainer.state, _ = trainer._collect(trainer.state)

@@ -67,7 +67,8 @@ def main() -> None:
         p.error(f"{args.game} {args.preset} has no tree search ({type(cfg.search).__name__}); "
                 "this script times one (backgammon: --preset az-tiny)")
     if args.simulations:
-        cfg = dataclasses.replace(cfg, search=with_simulations(cfg.search, args.simulations))
+        cfg = dataclasses.replace(cfg, algorithm=dataclasses.replace(
+            cfg.algorithm, search=with_simulations(cfg.search, args.simulations)))
     if args.memory:
         return memory(cfg, args)
     trainer = Trainer(cfg)

@@ -13,6 +13,7 @@ from turbozero.networks import (
     SeatValues,
     WDLValue,
 )
+from turbozero.networks.value_formats import mover_to_seats
 
 
 def test_two_player_formats_give_the_other_seat_the_negated_value():
@@ -22,6 +23,22 @@ def test_two_player_formats_give_the_other_seat_the_negated_value():
     values = np.asarray(wdl.to_player_values(logits, mover, 2))
     # row 0: seat 0 moves, 0.7 - 0.1 = 0.6; row 1: seat 1 moves with 0.1 - 0.6 = -0.5
     np.testing.assert_allclose(values, [[0.6, -0.6], [0.5, -0.5]], atol=1e-6)
+
+
+def test_mover_to_seats_is_the_one_conversion_numpy_or_jax():
+    value = np.array([0.25, -0.5, 1.0], np.float32)
+    mover = np.array([0, 1, 1], np.int32)
+    want = [[0.25, -0.25], [0.5, -0.5], [-1.0, 1.0]]  # the mover's seat gets the value
+    host = mover_to_seats(value, mover, 2)
+    assert isinstance(host, np.ndarray) and host.dtype == np.float32  # the C++ path's host side
+    np.testing.assert_array_equal(host, want)
+    dev = mover_to_seats(jnp.asarray(value), jnp.asarray(mover), 2)
+    assert not isinstance(dev, np.ndarray)
+    np.testing.assert_array_equal(np.asarray(dev), want)
+    # one player: the mover is seat 0, the value unchanged
+    np.testing.assert_array_equal(mover_to_seats(value, np.zeros(3, np.int32), 1), value[:, None])
+    with pytest.raises(ValueError, match="3 players.*TreeSearchConfig"):
+        mover_to_seats(value, mover, 3)
 
 
 def test_a_scalar_for_the_mover_cannot_be_spread_over_three_players():

@@ -3,6 +3,7 @@ random network, chess against the material-greedy player (itself checked against
 in test_chess_referees.py), its place among the search configs, and the evaluation that plays
 it as the agent."""
 
+import dataclasses
 import json
 
 import jax
@@ -24,7 +25,8 @@ from turbozero.search import (
     search,
 )
 from turbozero.training import Trainer
-from turbozero.training.algorithms import AlphaZeroAlgorithm, algorithm_class, evaluation_search
+from turbozero.training.algorithm_configs import AlphaZero
+from turbozero.training.algorithms import evaluation_search
 from turbozero.training.run_config import config_from_json, config_to_json
 
 TTT = envs.make("pgx/tic_tac_toe")
@@ -101,13 +103,14 @@ def test_search_runs_one_ply_for_its_config_and_refuses_what_it_lacks():
 
 
 def test_one_ply_is_an_alphazero_evaluation_and_survives_the_run_config():
-    assert algorithm_class(OnePlyConfig()) is AlphaZeroAlgorithm
+    assert AlphaZero.trains_with(OnePlyConfig())  # an evaluation player of AlphaZero's
     assert evaluation_search(OnePlyConfig()) == OnePlyConfig()
-    config = get_preset("pgx/tic_tac_toe", "tiny", eval_search=OnePlyConfig())
+    base = get_preset("pgx/tic_tac_toe", "tiny", eval_games=8)
+    config = dataclasses.replace(base, algorithm=dataclasses.replace(
+        base.algorithm, eval_search=OnePlyConfig()))
     assert config_from_json(json.loads(json.dumps(config_to_json(config)))) == config
-    trainer = Trainer(get_preset("pgx/tic_tac_toe", "tiny", eval_games=8,
-                                 search=MctxConfig(num_simulations=4),
-                                 eval_search=OnePlyConfig()))
+    trainer = Trainer(dataclasses.replace(config, algorithm=dataclasses.replace(
+        config.algorithm, search=MctxConfig(num_simulations=4))))
     result = trainer.evaluate("random")
     assert result["finished"] == 8 and result["wins"] + result["draws"] + result["losses"] == 8
     # the agent plays the built-in greedy opponent's moves: same network, same rule, no ties

@@ -1,7 +1,8 @@
 """The algorithm is explicit (`TrainConfig.algorithm`, turbozero/training/algorithm_configs.py):
-AlphaZero / GraphSearch / MuZero / TD configs, acting defined once, the keywords of earlier
-versions (`search=`, `eval_search=`, `temperature_schedule=`) converted, `--set` keys old and
-new, and a run directory stored before (tests/data/ttt_run) read into the new form."""
+AlphaZero / GraphSearch / MuZero / TD configs, acting defined once, the fields of earlier
+layouts (`search`, `eval_search`, `temperature_schedule`) read from stored runs by the one
+migration module (turbozero/training/migration.py), `--set` keys old and new, and a run
+directory stored before (tests/data/ttt_run) read into the new form."""
 
 import dataclasses
 import json
@@ -14,8 +15,8 @@ from turbozero.search import MctxConfig, OnePlyConfig, TreeSearchConfig
 from turbozero.search.cpu.selfplay import CPUSelfPlayConfig
 from turbozero.search.mcgs import MCGSConfig
 from turbozero.training.acting import TemperatureSchedule
-from turbozero.training.algorithm_configs import (
-    TD, AlphaZero, GraphSearch, MuZero, algorithm_for_search, algorithm_with)
+from turbozero.training.algorithm_configs import TD, AlphaZero, GraphSearch, MuZero, algorithm_for_search
+from turbozero.training.migration import algorithm_with
 from turbozero.training.config import TrainConfig
 from turbozero.training.muzero import MuZeroConfig
 from turbozero.training.run_config import (config_from_json, config_to_json, load_run_config,
@@ -38,29 +39,43 @@ def test_each_search_belongs_to_one_algorithm():
         algorithm_for_search(3)
 
 
-def test_the_old_keywords_are_converted_into_the_algorithm():
+def _stored(**fields):
+    return config_from_json({"__dataclass__": "turbozero.training.config:TrainConfig",
+                             "game": TTT, **{k: config_to_json(v) for k, v in fields.items()}})
+
+
+def test_the_old_fields_are_read_into_the_algorithm_and_only_from_stored_runs():
     search = TreeSearchConfig(num_simulations=4)
-    old = TrainConfig(TTT, search=search, temperature_schedule=SLOW, eval_search=OnePlyConfig())
+    old = _stored(search=search, temperature_schedule=SLOW, eval_search=OnePlyConfig())
     new = TrainConfig(TTT, algorithm=AlphaZero(search=search, acting=SLOW,
                                                eval_search=OnePlyConfig()))
     assert old == new
     # read back through the old names, from the one place they are held
     assert new.search is new.algorithm.search and new.temperature_schedule == SLOW
     assert new.eval_search == OnePlyConfig()
-    assert TrainConfig(TTT).algorithm == AlphaZero()  # the default: mctx, the default acting
+    # the default: the library's kernel, the default acting
+    assert TrainConfig(TTT).algorithm == AlphaZero(search=TreeSearchConfig())
+    # a config stored before the algorithm, without a search, searched with mctx (the
+    # default then): it still does
+    assert _stored(temperature_schedule=SLOW).algorithm == AlphaZero(search=MctxConfig(),
+                                                                      acting=SLOW)
+    assert _stored().algorithm == AlphaZero(search=MctxConfig())
+    # TrainConfig itself takes today's fields only (no keyword converted at construction)
+    with pytest.raises(TypeError, match="search"):
+        TrainConfig(TTT, search=search)
     with pytest.raises(AttributeError):
         new.search = MctxConfig()  # frozen, and a view
 
 
-def test_replacing_the_search_keeps_the_rest_or_changes_the_algorithm():
-    base = TrainConfig(TTT, algorithm=AlphaZero(search=MctxConfig(), acting=SLOW,
-                                                eval_search=OnePlyConfig()))
-    same = dataclasses.replace(base, search=TreeSearchConfig(num_simulations=2))
-    assert same.algorithm == AlphaZero(search=TreeSearchConfig(num_simulations=2), acting=SLOW,
-                                       eval_search=OnePlyConfig())
+def test_a_search_of_another_algorithm_changes_the_algorithm_keeping_acting():
+    base = AlphaZero(search=MctxConfig(), acting=SLOW, eval_search=OnePlyConfig())
+    assert algorithm_with(base, search=TreeSearchConfig(num_simulations=2)) == AlphaZero(
+        search=TreeSearchConfig(num_simulations=2), acting=SLOW, eval_search=OnePlyConfig())
     # a search of another algorithm: that algorithm, acting carried, the evaluation player not
-    graph = dataclasses.replace(base, search=MCGSConfig(num_simulations=3))
-    assert graph.algorithm == GraphSearch(search=MCGSConfig(num_simulations=3), acting=SLOW)
+    graph = algorithm_with(base, search=MCGSConfig(num_simulations=3))
+    assert graph == GraphSearch(search=MCGSConfig(num_simulations=3), acting=SLOW)
+    assert _stored(search=MCGSConfig(num_simulations=3), temperature_schedule=SLOW
+                   ).algorithm == graph
     td = algorithm_with(AlphaZero(), search=TDConfig())
     assert td == TD(search=TDConfig()) and TD.acting is None
     with pytest.raises(ValueError, match="TD has no temperature schedule"):
@@ -101,7 +116,7 @@ def test_set_keys_old_and_new():
     bad = tagged.replace("AlphaZero", "TD")
     with pytest.raises(ValueError, match="TD does not train with a TreeSearchConfig search"):
         with_overrides(base, parse_overrides(base, [f"algorithm={bad}"]))
-    # a self-play search of another algorithm switches it, as TrainConfig(search=...) does
+    # a self-play search of another algorithm switches it, as a stored search= does
     mcgs = '{"__dataclass__": "turbozero.search.mcgs:MCGSConfig", "num_simulations": 5}'
     switched = parse_overrides(base, [f"search={mcgs}"])["algorithm"]
     assert switched == GraphSearch(search=MCGSConfig(num_simulations=5), acting=base.algorithm.acting)
@@ -156,7 +171,7 @@ def test_classes_stored_under_a_module_that_moved_still_read():
     """Run directories name classes where they were when the run was made: the optimizer parts
     in turbozero.training.trainer (now updates.py), chess adjudication in
     turbozero.chess_adjudication (now turbozero.games.chess.adjudication); no shim module keeps
-    the old names (run_config.MOVED_MODULES, with each game's from its package)."""
+    the old names (migration.MOVED_MODULES, with each game's from its package)."""
     from turbozero.games.chess.adjudication import MaterialScore
     from turbozero.training.updates import Optimizer
 

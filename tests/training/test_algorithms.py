@@ -1,5 +1,5 @@
-"""The algorithm interface: the search config picks the algorithm, the algorithm checks the env,
-evaluation searches are derived, and the loop names no game."""
+"""The algorithm interface: the algorithm config builds its runtime, the algorithm checks the
+env, evaluation searches are derived, and the loop names no game."""
 
 import inspect
 
@@ -14,36 +14,39 @@ from turbozero.search.kernel import PUCTRoot
 from turbozero.search.mcgs import MCGSConfig
 from turbozero.search.mctx_policies import MctxConfig
 from turbozero.training import loop
+from turbozero.search.cpu.selfplay import CPUSelfPlayConfig
+from turbozero.training.algorithm_configs import AlphaZero, GraphSearch
 from turbozero.training.algorithms import (
     AlphaZeroAlgorithm,
     GraphSearchAlgorithm,
-    algorithm_class,
-    build_algorithm,
     evaluation_search,
 )
+from turbozero.training.cpu_alphazero import CPUAlphaZero
 
 
 def _apply(variables, obs, train=False):
     raise AssertionError("not called")
 
 
-def test_the_search_config_type_picks_the_algorithm():
-    assert algorithm_class(MctxConfig()) is AlphaZeroAlgorithm
-    assert algorithm_class(TreeSearchConfig()) is AlphaZeroAlgorithm
-    assert algorithm_class(MCGSConfig()) is GraphSearchAlgorithm
+def test_the_algorithm_config_builds_its_own_runtime():
+    """No lookup by the search config's type (issue 44, item 1): the config names its runtime."""
+    assert AlphaZero(search=MctxConfig()).runtime() is AlphaZeroAlgorithm
+    assert AlphaZero(search=TreeSearchConfig()).runtime() is AlphaZeroAlgorithm
+    assert AlphaZero(search=CPUSelfPlayConfig()).runtime() is CPUAlphaZero  # the C++ self-play
+    assert GraphSearch(search=MCGSConfig()).runtime() is GraphSearchAlgorithm
     with pytest.raises(ValueError, match="no algorithm trains with a dict search"):
-        algorithm_class({"num_simulations": 8})
+        AlphaZero(search={"num_simulations": 8}).check()
 
 
 def test_an_algorithm_refuses_an_env_it_cannot_search():
     pyrat = envs.make("pyrat", width=5, height=5, cheese_count=3)
     ttt = envs.make("pgx/tic_tac_toe")
     with pytest.raises(ValueError, match="simultaneous-move game"):
-        build_algorithm(pyrat, _apply, SeatValues(2), MctxConfig())
+        AlphaZero(search=MctxConfig()).build(pyrat, _apply, SeatValues(2))
     with pytest.raises(ValueError, match="turn-based game"):
-        build_algorithm(ttt, _apply, WDLValue(), MCGSConfig())
+        GraphSearch(search=MCGSConfig()).build(ttt, _apply, WDLValue())
     with pytest.raises(ValueError, match="use one kind"):
-        build_algorithm(ttt, _apply, WDLValue(), MctxConfig(), MCGSConfig())
+        AlphaZero(search=MctxConfig(), eval_search=MCGSConfig()).check()
 
 
 def test_evaluation_search_turns_off_noise_and_temperature_also_when_nested():
@@ -54,6 +57,40 @@ def test_evaluation_search_turns_off_noise_and_temperature_also_when_nested():
     assert ev.temperature_moves is None and ev.num_simulations == 7
     assert evaluation_search(MctxConfig(num_simulations=5)) == MctxConfig(
         num_simulations=5, dirichlet_fraction=0.0, temperature=0.0)
+
+
+def test_every_search_config_says_how_it_is_deterministic_for_evaluation():
+    """`config.for_evaluation()` (issue 44, item 3), not fields zeroed by name: each config of
+    the library has it; a config without it is refused with the reason."""
+    import dataclasses
+
+    from turbozero.search.afterstate import AfterstatePlayerConfig
+    from turbozero.search.cpu.selfplay import CPUSelfPlayConfig
+    from turbozero.search.cpu.tree import CPUSearchConfig
+    from turbozero.search.one_ply import OnePlyConfig
+    from turbozero.search.roots import GumbelRoot
+    from turbozero.training.muzero import MuZeroConfig
+    from turbozero.training.td import TDConfig
+
+    gumbel = TreeSearchConfig(root=GumbelRoot(gumbel_scale=1.0))
+    assert evaluation_search(gumbel).root.gumbel_scale == 0.0
+    assert evaluation_search(MuZeroConfig(search=gumbel)).search == evaluation_search(gumbel)
+    assert evaluation_search(MCGSConfig(dirichlet_fraction=0.5)) == MCGSConfig(
+        dirichlet_fraction=0.0, temperature=0.0)
+    assert evaluation_search(CPUSearchConfig()) == CPUSearchConfig(dirichlet_fraction=0.0,
+                                                                   temperature=0.0)
+    # the C++ self-play's (the generic zeroing gave temperature_moves=None, a ValueError)
+    cpu = evaluation_search(CPUSelfPlayConfig())
+    assert (cpu.temperature, cpu.temperature_moves, cpu.search.dirichlet_fraction) == (0, 0, 0)
+    for deterministic in (OnePlyConfig(), AfterstatePlayerConfig(plies=1), TDConfig()):
+        assert evaluation_search(deterministic) == deterministic
+
+    @dataclasses.dataclass(frozen=True)
+    class Mine:
+        num_simulations: int = 1
+
+    with pytest.raises(ValueError, match="Mine has no for_evaluation"):
+        evaluation_search(Mine())
 
 
 def test_unknown_evaluation_opponents_are_named_with_the_choices():
@@ -129,3 +166,20 @@ def test_tree_config_finds_the_simulations_of_every_search_config():
     assert tree_config(nested) is nested.search
     with pytest.raises(ValueError, match="int has no num_simulations"):
         tree_config(3)
+
+
+def test_the_runtime_interface_is_documented_function_by_function():
+    """docs/training.md lists every function of `Algorithm` with the reason the Trainer needs
+    it (issue 44, item 1): a function added to the interface is added there too."""
+    import pathlib
+
+    from turbozero.training.algorithms import Algorithm
+
+    text = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "training.md").read_text()
+    table = text[text.index("The runtime interface"):]
+    table = table[:table.index("\n\n", table.index("| --- |"))]
+    public = sorted(n for n, v in vars(Algorithm).items()
+                    if callable(getattr(Algorithm, n)) and not n.startswith("_"))
+    missing = [n for n in public if f"`{n}" not in table]
+    assert len(public) >= 10 and not missing, missing
+

@@ -1,5 +1,7 @@
 """Every trainable game goes through the one loop: a couple of iterations each, tiny shapes."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -14,8 +16,9 @@ def test_pyrat_trains_through_the_shared_loop_with_mcgs():
         batch_size=32, replay_capacity=40, eval_every=2, eval_games=8, max_eval_steps=20,
         eval_opponents=("greedy",),
         env_config=(("width", 5), ("height", 5), ("cheese_count", 5), ("max_turns", 20)),
-        search=MCGSConfig(num_simulations=8),
     )
+    cfg = dataclasses.replace(cfg, algorithm=dataclasses.replace(
+        cfg.algorithm, search=MCGSConfig(num_simulations=8)))
     records = []
     Trainer(cfg).run(progress=False, callback=records.append)
     assert records[-1]["iteration"] == 2
@@ -117,7 +120,9 @@ def test_chess_tiny_preset_beats_random_with_a_search_that_mates():
         num_simulations=64, selection=SpecPUCT(fpu_base=0.0), root=GumbelRoot(max_considered=64),
         discount=0.95))
     cfg = get_preset("chess", "tiny", num_iterations=10, eval_every=10, eval_games=32,
-                     eval_opponents=("random",), checkpoint_every=0, eval_search=mates)
+                     eval_opponents=("random",), checkpoint_every=0)
+    cfg = dataclasses.replace(cfg, algorithm=dataclasses.replace(cfg.algorithm,
+                                                                 eval_search=mates))
     records = []
     Trainer(cfg).run(progress=False, callback=records.append)
     last = records[-1]

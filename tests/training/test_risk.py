@@ -11,6 +11,7 @@ import pytest
 import envs
 from turbozero.training import collector as collector_lib
 from turbozero.training import replay
+from turbozero.training.algorithm_configs import AlphaZero
 from turbozero.training.risk import RiskSchedule, SelfPlayRisk
 from turbozero.training.types import SelfPlayTargets
 
@@ -109,7 +110,7 @@ def test_trainer_takes_risk_on_the_kernel_and_refuses_it_elsewhere(tiny_ttt):
     betas = np.asarray(trainer.state.collector.risk_beta)
     assert betas.shape == (4, 2) and np.all((betas == 0.5).sum(1) == 1)
     with pytest.raises(ValueError, match="risk"):
-        Trainer(get_preset("pgx/tic_tac_toe", "tiny", risk=risk,
-                           search=MctxConfig(num_simulations=4), **small))
+        mctx = AlphaZero(search=MctxConfig(num_simulations=4))
+        Trainer(get_preset("pgx/tic_tac_toe", "tiny", risk=risk, algorithm=mctx, **small))
     with pytest.raises(ValueError, match="risk must be"):
         get_preset("pgx/tic_tac_toe", "tiny", risk=0.5, **small)

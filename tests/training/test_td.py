@@ -10,6 +10,7 @@ import pytest
 from equity import reward_to_value_targets, value_outputs_to_equity
 from turbozero.networks.value_formats import FourWayValue, four_way_value_loss
 from turbozero.search.afterstate import AfterstatePlayerConfig
+from turbozero.training.algorithm_configs import TD
 from turbozero.training.loop import TrainConfig, Trainer
 from turbozero.training.td import TDConfig, lambda_targets
 
@@ -109,7 +110,8 @@ def test_config_checks():
 def trainer(tmp_path_factory):
     cfg = TrainConfig(game="backgammon", num_envs=8, collect_steps=12, train_steps=4,
                       batch_size=32, replay_capacity=16,
-                      search=TDConfig(player=AfterstatePlayerConfig(max_afterstates=64)),
+                      algorithm=TD(search=TDConfig(
+                          player=AfterstatePlayerConfig(max_afterstates=64))),
                       num_iterations=3, eval_every=3, eval_games=4, eval_opponents=("random",),
                       checkpoint_every=3, network={"hidden_sizes": (16,)}, max_eval_steps=400)
     run = tmp_path_factory.mktemp("td") / "run"
@@ -137,7 +139,8 @@ def test_trainer_runs_td_and_learns_from_finished_games(trainer):
 
 def test_td_refuses_what_it_cannot_do():
     with pytest.raises(ValueError, match="afterstates"):
-        Trainer(TrainConfig(game="pgx/tic_tac_toe", search=TDConfig()))
+        Trainer(TrainConfig(game="pgx/tic_tac_toe", algorithm=TD(search=TDConfig())))
     with pytest.raises(ValueError, match="max_self_play_steps"):
-        Trainer(TrainConfig(game="backgammon", search=TDConfig(), max_self_play_steps=10,
+        Trainer(TrainConfig(game="backgammon", algorithm=TD(search=TDConfig()),
+                            max_self_play_steps=10,
                             network={"hidden_sizes": (8,)}))

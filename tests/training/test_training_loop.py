@@ -1,5 +1,6 @@
 """The training loop on a small game: learning, checkpoints, resume, run-directory safety, CLI."""
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -11,6 +12,11 @@ import pytest
 
 from turbozero.presets import get_preset
 from turbozero.training import Trainer, read_metrics
+
+
+def _with(config, **changes):
+    """`config` with fields of its algorithm replaced (search, eval_search, acting)."""
+    return dataclasses.replace(config, algorithm=dataclasses.replace(config.algorithm, **changes))
 
 GAME = "pgx/tic_tac_toe"
 
@@ -111,14 +117,14 @@ def test_presets_derive_a_deterministic_evaluation_search():
 
     from turbozero.training.algorithms import evaluation_search
 
-    cfg = get_preset(GAME, "tiny", search=MctxConfig(num_simulations=5))
+    cfg = _with(get_preset(GAME, "tiny"), search=MctxConfig(num_simulations=5))
     assert cfg.eval_search is None
     assert evaluation_search(cfg.search) == MctxConfig(num_simulations=5, dirichlet_fraction=0.0,
                                                          temperature=0.0)
-    cfg = get_preset("pyrat", "tiny", search=MCGSConfig(num_simulations=6, c_puct=0.5))
+    cfg = _with(get_preset("pyrat", "tiny"), search=MCGSConfig(num_simulations=6, c_puct=0.5))
     assert evaluation_search(cfg.search) == MCGSConfig(num_simulations=6, c_puct=0.5, temperature=0.0)
     given = MCGSConfig(num_simulations=7, temperature=0.0)
-    assert get_preset("pyrat", "tiny", eval_search=given).eval_search == given
+    assert _with(get_preset("pyrat", "tiny"), eval_search=given).eval_search == given
 
 
 SHARDED_SCRIPT = r"""

@@ -21,7 +21,7 @@ GAMES: dict[str, GameSpec] = {
 
 
 # game modules whose classes moved (old module -> module now), from each game's package: stored
-# run directories name the old place (turbozero.training.run_config reads them through this)
+# run directories name the old place (turbozero.training.migration reads them through this)
 MOVED_MODULES: dict[str, str] = {
     old: new for package in (backgammon, chess, gomoku, pacosako, pgx_games, pyrat)
     for old, new in getattr(package, "MOVED_MODULES", {}).items()

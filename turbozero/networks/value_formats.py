@@ -18,9 +18,28 @@ from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 from equity import reward_to_value_targets, value_outputs_to_equity
+
+
+def mover_to_seats(mover_value, mover, num_players: int):
+    """float32[..., P]: the values in seat order of a zero-sum game of one or two players, from
+    `mover_value [...]`, the value for the player to move (`mover [...]`): the mover's seat gets
+    it, the other seat its negation. The one place this conversion is written: the value
+    formats, the search families, the tree kernel's model and the C++ path's replay writer
+    use it. numpy in, numpy out (the C++ path's host side); else jax. ValueError for more than
+    two players: a mover's scalar says nothing of a third seat."""
+    if num_players > 2:
+        raise ValueError(f"a value for the player to move gives the seats' values of a zero-sum "
+                         f"game of two players; the game has {num_players} players: use a value "
+                         "format with one value per seat (MoverRelativeValues, SeatValues) and "
+                         "the tree kernel (TreeSearchConfig), which keeps one value per seat")
+    xp = np if isinstance(mover_value, np.ndarray) and isinstance(mover, np.ndarray) else jnp
+    value = xp.asarray(mover_value)[..., None]
+    seat_is_mover = xp.arange(num_players) == xp.asarray(mover)[..., None]
+    return xp.where(seat_is_mover, value, -value)
 
 
 class ValueFormat(abc.ABC):
@@ -57,9 +76,7 @@ class ValueFormat(abc.ABC):
                 f"{type(self).__name__} gives one value for the mover, which only determines "
                 f"the others' in a two-player zero-sum game, not with {num_players} players; "
                 "use MoverRelativeValues or SeatValues")
-        v = self.to_scalar(value_out)
-        first = jnp.where(mover == 0, v, -v)
-        return jnp.stack([first, -first], axis=-1)
+        return mover_to_seats(self.to_scalar(value_out), mover, num_players)
 
     @abc.abstractmethod
     def loss(

@@ -55,6 +55,10 @@ class AfterstatePlayerConfig:
     exact: Any = None
     family: ClassVar[str] = "afterstate"
 
+    def for_evaluation(self) -> "AfterstatePlayerConfig":
+        """Itself: a complete-move player is deterministic (its best move, no noise)."""
+        return self
+
     def __post_init__(self) -> None:
         if isinstance(self.plies, bool) or self.plies not in (0, 1, 2):
             raise ValueError(f"plies must be 0, 1 or 2, got {self.plies!r}")

@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 
 from turbozero.networks.heads import check_value_format
-from turbozero.networks.value_formats import ScalarValue, ValueFormat
+from turbozero.networks.value_formats import ScalarValue, ValueFormat, mover_to_seats
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,8 +90,7 @@ def two_player_values(root_value: jax.Array, mover: jax.Array, num_players: int)
         raise ValueError(f"this search family values positions for the player to move only "
                          f"(two-player zero-sum); the game has {num_players} players: use the "
                          "tree kernel (TreeSearchConfig), which keeps one value per seat")
-    v = jnp.asarray(root_value, jnp.float32)
-    return jnp.where((mover == 0)[:, None], jnp.stack([v, -v], -1), jnp.stack([-v, v], -1))
+    return mover_to_seats(jnp.asarray(root_value, jnp.float32), mover, num_players)
 
 
 class Family(NamedTuple):

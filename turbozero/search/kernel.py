@@ -70,6 +70,13 @@ class TreeSearchConfig:
     walk_unroll: Optional[int] = None
     family: ClassVar[str] = "tree"
 
+    def for_evaluation(self) -> "TreeSearchConfig":
+        """This search made deterministic for evaluation (docs/training.md, "Algorithms"): its
+        root without noise (`root.for_evaluation()`) and the most visited move (temperature 0,
+        no schedule)."""
+        return dataclasses.replace(self, root=self.root.for_evaluation(), temperature=0.0,
+                                   temperature_moves=None)
+
     def __post_init__(self) -> None:
         check_int("num_simulations", self.num_simulations, minimum=1)
         check_int("leaves_per_step", self.leaves_per_step, minimum=1)

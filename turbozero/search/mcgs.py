@@ -108,6 +108,10 @@ class MCGSConfig:
     walk_unroll: Optional[int] = None
     family: ClassVar[str] = "graph"
 
+    def for_evaluation(self) -> "MCGSConfig":
+        """This search made deterministic for evaluation: no root noise, temperature 0."""
+        return dataclasses.replace(self, dirichlet_fraction=0.0, temperature=0.0)
+
     def __post_init__(self) -> None:
         if self.num_simulations < 1:
             raise ValueError(f"mcgs: num_simulations must be >= 1, got {self.num_simulations}")

@@ -98,6 +98,10 @@ class MctxConfig:
     # child, as MinMaxQ does (measured in docs/search.md, "Selection Q").
     q_transform: Any = DynamicFPU()
 
+    def for_evaluation(self) -> "MctxConfig":
+        """This search made deterministic for evaluation: no root noise, temperature 0."""
+        return dataclasses.replace(self, dirichlet_fraction=0.0, temperature=0.0)
+
     def __post_init__(self) -> None:
         check_int("num_simulations", self.num_simulations, minimum=1)
         check_int("max_depth", self.max_depth, minimum=1, optional=True)

@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 
 from envs.core import Env, State
+from turbozero.networks.value_formats import mover_to_seats
 
 
 class ModelOutput(NamedTuple):
@@ -35,11 +36,6 @@ class ModelOutput(NamedTuple):
     # None): its `legal` / `prior_logits` are over outcome ids (log-probabilities), its value
     # is the network's at the chance state, and selection picks outcomes by probability
     chance: Optional[jax.Array] = None
-
-
-def two_player_value(value: jax.Array, player: jax.Array) -> jax.Array:
-    """float32[M, 2]: a zero-sum scalar value for the player to move as a seat-order vector."""
-    return jnp.where(player[:, None] == jnp.arange(2)[None], value[:, None], -value[:, None])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,7 +94,7 @@ class EnvModel:
                 params, observation, player, self.env.num_players)
         else:
             logits, value = self.evaluator(params, observation)
-            vec = two_player_value(value, player)
+            vec = mover_to_seats(value, player, 2)
         vec = jnp.where(terminal[:, None], 0.0, vec).astype(jnp.float32)
         legal, chance = state.legal_action_mask, None
         if self.env.is_stochastic:

@@ -35,6 +35,10 @@ class OnePlyConfig:
 
     family: ClassVar[str] = "one-ply"
 
+    def for_evaluation(self) -> "OnePlyConfig":
+        """Itself: the 1-ply search is deterministic (its best move, lowest index on ties)."""
+        return self
+
 
 def one_ply_search(env: Env, evaluator: NetworkEvaluator, variables: Any, states: State,
                    width: Optional[int] = None) -> SearchResult:

@@ -46,6 +46,10 @@ class PUCTRoot:
     dirichlet_alpha: float = 0.3
     dirichlet_fraction: float = 0.25
 
+    def for_evaluation(self) -> "PUCTRoot":
+        """The root without Dirichlet noise (evaluation searches deterministically)."""
+        return dataclasses.replace(self, dirichlet_fraction=0.0)
+
     def __post_init__(self) -> None:
         check_real("dirichlet_alpha", self.dirichlet_alpha, above=0)
         check_real("dirichlet_fraction", self.dirichlet_fraction, minimum=0, maximum=1)
@@ -93,6 +97,10 @@ class GumbelRoot:
     c_visit: float = 50.0
     c_scale: float = 0.1
     gumbel_scale: float = 1.0
+
+    def for_evaluation(self) -> "GumbelRoot":
+        """The root without Gumbel draws: the top-k of the prior (deterministic)."""
+        return dataclasses.replace(self, gumbel_scale=0.0)
 
     def __post_init__(self) -> None:
         check_int("max_considered", self.max_considered, minimum=1)

@@ -1,4 +1,4 @@
-"""The algorithm a run trains with, named explicitly: `TrainConfig.algorithm`.
+"""The algorithm a run trains with, named explicitly: `TrainConfig.algorithm`, the one registry.
 
     TrainConfig(game, algorithm=AlphaZero(search=TreeSearchConfig(num_simulations=64),
                                           acting=TemperatureSchedule(1.0, moves=30)))
@@ -10,69 +10,67 @@ docs/training.md, "Algorithms", lists what each needs of an env.
 
 Each class is a frozen config dataclass (stored in a run's JSON like every config): the
 self-play `search`, how self-play picks its move (`acting`, defined here and nowhere else in a
-training run), and the evaluation player (`eval_search`; None: the self-play search without
-root noise at temperature 0). `build` makes the runtime `training.algorithms.Algorithm` the
-Trainer calls; which runtime class runs is still found by the search config's type
-(`training.algorithms.ALGORITHMS`: e.g. `CPUSelfPlayConfig` gives AlphaZero on the C++ tree),
-and the algorithm checks that the search is one of its own.
-
-Before this module the type of `TrainConfig.search` chose the algorithm implicitly. Those
-keywords (`search`, `eval_search`, `temperature_schedule`) are still accepted and converted
-(`algorithm_with`), so stored run directories and scripts keep working (docs/training.md,
-"Algorithms").
+training run), and the evaluation player (`eval_search`; None: the self-play search made
+deterministic, `search.for_evaluation()`). It names the searches it trains with (`searches`)
+and builds its own runtime (`runtime()`, a `training.algorithms.Algorithm` class; `build`):
+AlphaZero runs the C++ self-play (`CPUAlphaZero`) for a `CPUSelfPlayConfig` search. Nothing
+looks an algorithm up by the type of its search; `ALGORITHM_CONFIGS` is only the list that
+names the owner of a search in an error and converts a search into its algorithm
+(`algorithm_for_search`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
-from typing import Any, ClassVar, Optional
+import functools
+from typing import Any, ClassVar
 
 from turbozero.search.acting import TemperatureSchedule
+from turbozero.search.afterstate import AfterstatePlayerConfig
+from turbozero.search.cpu.selfplay import CPUSelfPlayConfig
+from turbozero.search.kernel import TreeSearchConfig
+from turbozero.search.mcgs import MCGSConfig
 from turbozero.search.mctx_policies import MctxConfig
-from turbozero.training.algorithms import algorithm_class, build_algorithm, evaluation_search
-
-_UNSET: Any = object()
-
-
-def _runtime_class(search: Any) -> type:
-    return algorithm_class(search)
+from turbozero.search.one_ply import OnePlyConfig
+from turbozero.training.algorithms import (AlphaZeroAlgorithm, GraphSearchAlgorithm,
+                                           evaluation_search)
+from turbozero.training.cpu_alphazero import CPUAlphaZero
+from turbozero.training.muzero import MuZeroAlgorithm, MuZeroConfig
+from turbozero.training.td import AfterstateTD, TDConfig
 
 
 class _AlgorithmConfig:
-    """What every algorithm config does; subclasses name their runtime base class."""
+    """What every algorithm config does; a subclass names the searches it trains with
+    (`searches`), the evaluation players it takes (`eval_searches`) and its runtime."""
 
     search: Any
     eval_search: Any
-    # the runtime class (in training/) this algorithm's searches must build, "module:Class"
-    runtime_base: ClassVar[str]
-
-    @classmethod
-    def _base(cls) -> type:
-        module, _, name = cls.runtime_base.partition(":")
-        return getattr(importlib.import_module(module), name)
+    # the self-play search configs this algorithm trains with, and the evaluation players
+    # (besides None, the self-play search made deterministic) its network can be played by
+    searches: ClassVar[tuple[type, ...]] = ()
+    eval_searches: ClassVar[tuple[type, ...]] = ()
 
     @classmethod
     def trains_with(cls, search: Any) -> bool:
         """Whether `search` is a self-play search of this algorithm."""
-        try:
-            return issubclass(_runtime_class(search), cls._base())
-        except ValueError:
-            return False
+        return isinstance(search, cls.searches)
 
     def check(self) -> None:
-        """ValueError unless `search` is one of this algorithm's, naming the one it is."""
-        runtime = _runtime_class(self.search)  # ValueError for a config no algorithm takes
-        if not issubclass(runtime, self._base()):
-            owner = next((c.__name__ for c in ALGORITHM_CONFIGS if c.trains_with(self.search)),
-                         None)
-            hint = f"; use {owner}(search=...)" if owner else ""
+        """ValueError unless `search` is one of this algorithm's (naming the algorithm whose
+        it is) and `eval_search` one its network can be played by."""
+        if not self.trains_with(self.search):
+            owner = algorithm_for_search(self.search).__name__  # ValueError for no one's
             raise ValueError(f"{type(self).__name__} does not train with a "
-                             f"{type(self.search).__name__} search{hint}")
+                             f"{type(self.search).__name__} search; use {owner}(search=...)")
+        if self.eval_search is not None and not isinstance(self.eval_search,
+                                                           self.eval_searches):
+            raise ValueError(f"eval_search is a {type(self.eval_search).__name__} but the "
+                             f"self-play search a {type(self.search).__name__}: use one kind "
+                             f"({', '.join(t.__name__ for t in self.eval_searches)})")
 
     def runtime(self) -> type:
         """The runtime `Algorithm` class that runs this config."""
-        return _runtime_class(self.search)
+        raise NotImplementedError
 
     def build_network(self, spec: Any, env: Any, network_config: dict) -> Any:
         """The flax module the algorithm trains (`Algorithm.build_network`)."""
@@ -80,7 +78,8 @@ class _AlgorithmConfig:
 
     def build(self, env: Any, apply_fn: Any, value_format: Any) -> Any:
         """The runtime algorithm for `env`, checked against it (ValueError if unsuitable)."""
-        return build_algorithm(env, apply_fn, value_format, self.search, self.eval_search)
+        return self.runtime()(env, functools.partial(apply_fn, train=False), value_format,
+                              self.search, self.eval_search)
 
     def derived_field(self, name: str) -> Any:
         """What a field left None stands for (`--set eval_search.x=...` edits it)."""
@@ -106,19 +105,28 @@ class _SearchAndActing(_AlgorithmConfig):
         _check_acting(self.acting)
 
 
+# the searches of the library's kernel, mctx and the 1-ply / complete-move players: what an
+# AlphaZero network searches with (the C++ self-play is converted to the kernel for evaluation)
+_ALPHAZERO_SEARCHES = (TreeSearchConfig, MctxConfig, OnePlyConfig, AfterstatePlayerConfig)
+
+
 @dataclasses.dataclass(frozen=True)
 class AlphaZero(_SearchAndActing):
     """Tree search over the true dynamics of a turn-based game; policy target = the search's
     visit distribution, value target = the game's return.
 
-    search: `TreeSearchConfig` (the library's kernel), `MctxConfig` (mctx) or
+    search: `TreeSearchConfig` (the library's kernel, the default), `MctxConfig` (mctx) or
     `CPUSelfPlayConfig` (the C++ tree, self-play outside jit). acting: self-play plays
     `acting.temperature` on the policy target for the first `acting.moves` moves, then its
     argmax. eval_search: None, any of the searches above, `OnePlyConfig` or
     `AfterstatePlayerConfig` (the value head alone)."""
 
-    search: Any = MctxConfig()
-    runtime_base: ClassVar[str] = "turbozero.training.algorithms:AlphaZeroAlgorithm"
+    search: Any = TreeSearchConfig()
+    searches: ClassVar[tuple[type, ...]] = _ALPHAZERO_SEARCHES + (CPUSelfPlayConfig,)
+    eval_searches: ClassVar[tuple[type, ...]] = _ALPHAZERO_SEARCHES + (CPUSelfPlayConfig,)
+
+    def runtime(self) -> type:
+        return CPUAlphaZero if isinstance(self.search, CPUSelfPlayConfig) else AlphaZeroAlgorithm
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,8 +135,12 @@ class GraphSearch(_SearchAndActing):
     policy target per player, one value per seat. search: an `MCGSConfig`; acting and
     eval_search as `AlphaZero`'s."""
 
-    search: Any = dataclasses.field(default_factory=lambda: _default("mcgs"))
-    runtime_base: ClassVar[str] = "turbozero.training.algorithms:GraphSearchAlgorithm"
+    search: Any = MCGSConfig()
+    searches: ClassVar[tuple[type, ...]] = (MCGSConfig,)
+    eval_searches: ClassVar[tuple[type, ...]] = (MCGSConfig,)
+
+    def runtime(self) -> type:
+        return GraphSearchAlgorithm
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,8 +149,12 @@ class MuZero(_SearchAndActing):
     `MuZeroConfig` (the kernel's settings, unroll and loss weights); acting and eval_search as
     `AlphaZero`'s."""
 
-    search: Any = dataclasses.field(default_factory=lambda: _default("muzero"))
-    runtime_base: ClassVar[str] = "turbozero.training.muzero:MuZeroAlgorithm"
+    search: Any = MuZeroConfig()
+    searches: ClassVar[tuple[type, ...]] = (MuZeroConfig,)
+    eval_searches: ClassVar[tuple[type, ...]] = (MuZeroConfig,)
+
+    def runtime(self) -> type:
+        return MuZeroAlgorithm
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,34 +164,22 @@ class TD(_AlgorithmConfig):
     with that probability, else its player's best): TD has no temperature schedule.
     eval_search: None (the self-play player) or an `AfterstatePlayerConfig`."""
 
-    search: Any = dataclasses.field(default_factory=lambda: _default("td"))
+    search: Any = TDConfig()
     eval_search: Any = None
     acting: ClassVar[None] = None  # acting is TDConfig.exploration (docstring)
-    runtime_base: ClassVar[str] = "turbozero.training.td:AfterstateTD"
+    searches: ClassVar[tuple[type, ...]] = (TDConfig,)
+    eval_searches: ClassVar[tuple[type, ...]] = (AfterstatePlayerConfig,)
+
+    def runtime(self) -> type:
+        return AfterstateTD
 
 
-def _default(which: str) -> Any:
-    """The default search of an algorithm whose module is imported only when needed."""
-    # each algorithm's module on use: a run loads only the algorithm it trains with
-    if which == "mcgs":
-        from turbozero.search.mcgs import MCGSConfig  # on use, as above
-
-        return MCGSConfig()
-    if which == "muzero":
-        from turbozero.training.muzero import MuZeroConfig  # on use, as above
-
-        return MuZeroConfig()
-    from turbozero.training.td import TDConfig  # on use, as above
-
-    return TDConfig()
-
-
-# the algorithm configs a search config is converted into (`algorithm_with`), in this order
+# the algorithms: the owner of a search is named from these (`algorithm_for_search`), in order
 ALGORITHM_CONFIGS: list[type] = [AlphaZero, GraphSearch, MuZero, TD]
 
 
 def register_algorithm_config(config_type: type) -> None:
-    """Let `algorithm_with` convert a search of a new algorithm (a class like those above)."""
+    """Add an algorithm (a class like those above) to those a search's owner is found among."""
     if not (isinstance(config_type, type) and issubclass(config_type, _AlgorithmConfig)
             and dataclasses.is_dataclass(config_type)):
         raise ValueError("an algorithm config must be a dataclass subclassing "
@@ -190,40 +194,12 @@ def is_algorithm_config(value: Any) -> bool:
 
 def algorithm_for_search(search: Any) -> type:
     """The algorithm config class whose algorithm trains with `search` (ValueError if none)."""
-    _runtime_class(search)  # names the known search configs when none takes it
     for cls in ALGORITHM_CONFIGS:
         if cls.trains_with(search):
             return cls
-    raise ValueError(f"no algorithm config trains with a {type(search).__name__} search")
-
-
-def algorithm_with(base: Optional[Any] = None, search: Any = _UNSET, eval_search: Any = _UNSET,
-                   temperature_schedule: Any = _UNSET) -> Any:
-    """`base` (an algorithm config; None: `AlphaZero()`) with the pre-`algorithm` keywords of
-    `TrainConfig` applied: `search`, `eval_search` and `temperature_schedule` (its `acting`).
-    A search of another algorithm gives that algorithm's config, keeping the rest."""
-    if base is None or base is _UNSET:
-        base = AlphaZero()
-    if not is_algorithm_config(base):
-        raise ValueError(algorithm_error(base))
-    new_search = base.search if search is _UNSET else search
-    cls = algorithm_for_search(new_search)
-    changes: dict[str, Any] = {"search": new_search}
-    if eval_search is not _UNSET:
-        changes["eval_search"] = eval_search
-    if temperature_schedule is not _UNSET:
-        if cls.acting is None:
-            if temperature_schedule != TemperatureSchedule():
-                raise ValueError(f"{cls.__name__} has no temperature schedule (its self-play "
-                                 f"acting is its search's), got {temperature_schedule!r}")
-        else:
-            changes["acting"] = temperature_schedule
-    if type(base) is cls:
-        return dataclasses.replace(base, **changes)
-    carried = {f.name: getattr(base, f.name) for f in dataclasses.fields(base)
-               if f.name in {g.name for g in dataclasses.fields(cls)} and f.name not in changes}
-    carried.pop("eval_search", None)  # another algorithm's evaluation player does not carry
-    return cls(**carried, **changes)
+    known = ", ".join(t.__name__ for cls in ALGORITHM_CONFIGS for t in cls.searches)
+    raise ValueError(f"no algorithm trains with a {type(search).__name__} search; known search "
+                     f"configs: {known}")
 
 
 def algorithm_error(value: Any) -> str:
@@ -240,4 +216,4 @@ def algorithm_error(value: Any) -> str:
 
 
 __all__ = ["ALGORITHM_CONFIGS", "AlphaZero", "GraphSearch", "MuZero", "TD", "algorithm_for_search",
-           "algorithm_with", "is_algorithm_config", "register_algorithm_config"]
+           "is_algorithm_config", "register_algorithm_config"]

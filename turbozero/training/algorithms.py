@@ -1,8 +1,8 @@
 """Algorithms: how the Trainer acts in self-play, what it stores, and what it learns from it.
 
 The Trainer is written against `Algorithm` only; it never asks which game it trains or whether
-the game is simultaneous. An algorithm is chosen by the type of the self-play search config
-(`TrainConfig.search`), through `ALGORITHMS`:
+the game is simultaneous. The run's algorithm config (`TrainConfig.algorithm`,
+`training/algorithm_configs.py`) builds the runtime class it names:
 
 * `AlphaZeroAlgorithm`: a tree search over the true dynamics (`turbozero.search.search`: the library's
   kernel for a `TreeSearchConfig`, mctx for a `MctxConfig`) for turn-based games; policy target = visit distribution, value
@@ -20,9 +20,6 @@ Every method is pure and jittable once the algorithm is built; the Trainer jits 
 from __future__ import annotations
 
 import abc
-import dataclasses
-import functools
-import importlib
 from typing import Any, Callable, Optional
 
 import jax
@@ -32,12 +29,10 @@ from envs.core import Env, State
 from turbozero.networks.value_formats import ValueFormat
 from turbozero.search.kernel import TreeSearchConfig
 from turbozero.search.selection import SpecPUCT
-from turbozero.search.mcgs import MCGSConfig, mcgs_search, network_eval_fn
+from turbozero.search.mcgs import mcgs_search, network_eval_fn
 from turbozero.search.api import NetworkEvaluator, search
-from turbozero.search.mctx_policies import MctxConfig
-from turbozero.search.afterstate import AfterstatePlayerConfig
-from turbozero.search.one_ply import OnePlyConfig, greedy_actions
-from turbozero.training import replay
+from turbozero.search.one_ply import greedy_actions
+from turbozero.training import collector, replay
 from turbozero.training.loss_fns import az_loss_fn, simultaneous_loss_fn
 from turbozero.training.stored_observations import ObservationPlanes
 from turbozero.training.stored_policies import DensePolicy
@@ -49,27 +44,13 @@ PolicyFn = Callable[[Any, State, jax.Array], jax.Array]
 
 
 def evaluation_search(search_config: Any) -> Any:
-    """The self-play search made deterministic for evaluation: no root noise, temperature 0.
-
-    Generic over config dataclasses: every `dirichlet_fraction`, `temperature` and
-    `gumbel_scale` field, in the config or in a config object nested in it (e.g. the kernel's
-    `root=PUCTRoot(...)`), is set to 0; a `temperature_moves` schedule is dropped."""
-    if not dataclasses.is_dataclass(search_config) or isinstance(search_config, type):
-        raise ValueError(f"a search config must be a dataclass, got {type(search_config).__name__}")
-
-    def deterministic(obj):
-        changes = {}
-        for f in dataclasses.fields(obj):
-            value = getattr(obj, f.name)
-            if f.name in ("dirichlet_fraction", "temperature", "gumbel_scale"):
-                changes[f.name] = 0.0
-            elif f.name == "temperature_moves":
-                changes[f.name] = None
-            elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-                changes[f.name] = deterministic(value)
-        return dataclasses.replace(obj, **changes)
-
-    return deterministic(search_config)
+    """The self-play search made deterministic for evaluation: `search_config.for_evaluation()`
+    (every search config says how: no root noise, temperature 0; docs/training.md)."""
+    if not callable(getattr(type(search_config), "for_evaluation", None)):
+        raise ValueError(f"{type(search_config).__name__} has no for_evaluation(): a search "
+                         "config says how it searches deterministically for evaluation "
+                         "(give the algorithm an eval_search, or add the method)")
+    return search_config.for_evaluation()
 
 
 def tree_config(search_config: Any) -> Any:
@@ -105,12 +86,6 @@ class Algorithm(abc.ABC):
     @abc.abstractmethod
     def check_env(cls, env: Env) -> None:
         """ValueError naming what `env` lacks for this algorithm."""
-
-    @classmethod
-    def accepts_eval_search(cls, eval_search_config: Any) -> bool:
-        """Whether this algorithm's network can be evaluated by `eval_search_config`
-        (default: a search config registered to this algorithm)."""
-        return algorithm_class(eval_search_config) is cls
 
     @classmethod
     def build_network(cls, spec: Any, env: Env, network_config: dict) -> Any:
@@ -168,6 +143,16 @@ class Algorithm(abc.ABC):
         """`(loss, (metrics, updates))`, the signature `updates.train` differentiates. The loss
         functions' in-loss L2 (`l2_reg_lambda`, the backgammon spec's signature) is 0 here:
         weight decay is the optimizer's (`trainer.MaskedWeightDecay`)."""
+
+    def collect_games(self, env: Env, policy_fn: Callable, variables: Any, col: Any,
+                      buffer: Any, key: jax.Array, num_steps: int, schedule: Any, risk: Any,
+                      iteration: Any, truncated_games: Any, max_steps: Optional[int]):
+        """One iteration's self-play inside the Trainer's jitted call: `(collector state,
+        replay, CollectStats)`. Default: `collector.collect`, `num_steps` moves of every game
+        acted by `schedule`; an algorithm that plays its games another way (afterstate TD:
+        whole moves into its own replay) overrides it."""
+        return collector.collect(env, policy_fn, variables, col, buffer, key, num_steps,
+                                 schedule, risk, iteration, truncated_games, max_steps)
 
     def collect(self, state: Any, jitted_collect: Callable, risk: Any = None
                 ) -> tuple[Any, Any]:
@@ -288,50 +273,3 @@ class GraphSearchAlgorithm(Algorithm):
 
     def loss_fn(self, params, train_state, experience):
         return simultaneous_loss_fn(params, train_state, experience, 0.0)  # Algorithm.loss_fn
-
-
-# search config type -> the algorithm that trains with it (`register_algorithm` adds more)
-# OnePlyConfig is AlphaZero's too: an evaluation may look one move deep (its value head alone)
-# while self-play searches a tree
-# so is AfterstatePlayerConfig (complete moves by the value head, with expectimax look-ahead)
-ALGORITHMS: dict[type, type] = {
-    MctxConfig: AlphaZeroAlgorithm, TreeSearchConfig: AlphaZeroAlgorithm,
-    OnePlyConfig: AlphaZeroAlgorithm, AfterstatePlayerConfig: AlphaZeroAlgorithm,
-    MCGSConfig: GraphSearchAlgorithm}
-
-
-def register_algorithm(config_type: type, algorithm: type) -> None:
-    """Train with `algorithm` whenever `TrainConfig.search` is a `config_type`."""
-    if not (isinstance(algorithm, type) and issubclass(algorithm, Algorithm)):
-        raise ValueError(f"algorithm must be an Algorithm subclass, got {algorithm!r}")
-    ALGORITHMS[config_type] = algorithm
-
-
-# the library's algorithms outside this module register themselves when imported; a config
-# built from its own module (e.g. `turbozero.search.cpu.CPUSelfPlayConfig`) must still find its
-# algorithm, so they are imported before the first lookup
-_LIBRARY_ALGORITHMS = ("turbozero.training.muzero", "turbozero.training.cpu_alphazero",
-                       "turbozero.training.td")
-
-
-def algorithm_class(search_config: Any) -> type:
-    """The algorithm registered for the type of `search_config` (ValueError if none)."""
-    for module in _LIBRARY_ALGORITHMS:
-        importlib.import_module(module)
-    for config_type, algorithm in ALGORITHMS.items():
-        if isinstance(search_config, config_type):
-            return algorithm
-    known = ", ".join(t.__name__ for t in ALGORITHMS)
-    raise ValueError(f"no algorithm trains with a {type(search_config).__name__} search; "
-                     f"known search configs: {known}")
-
-
-def build_algorithm(env: Env, apply_fn: Callable, value_format: ValueFormat, search_config: Any,
-                    eval_search_config: Optional[Any] = None) -> Algorithm:
-    """The algorithm for `search_config`, checked against `env` (ValueError if unsuitable)."""
-    cls = algorithm_class(search_config)
-    if eval_search_config is not None and not cls.accepts_eval_search(eval_search_config):
-        raise ValueError(f"eval_search is a {type(eval_search_config).__name__} but the "
-                         f"self-play search a {type(search_config).__name__}: use one kind")
-    return cls(env, functools.partial(apply_fn, train=False), value_format, search_config,
-               eval_search_config)

@@ -1,8 +1,8 @@
 """`TrainConfig`: everything a training run is made of, checked when built (docs/training.md).
 
 Its own module so that what reads and writes run configs (`run_config`) needs no part of the
-loop. Run directories written before the move name it `turbozero.training.loop:TrainConfig`,
-which `loop` still exports.
+loop. Run directories written before the move name it `turbozero.training.loop:TrainConfig`
+(read through `training/migration.py`).
 """
 
 from __future__ import annotations
@@ -11,8 +11,7 @@ import dataclasses
 from typing import Any, Optional
 
 from turbozero.games import game_spec
-from turbozero.training.algorithm_configs import (AlphaZero, algorithm_error, algorithm_with,
-                                                  is_algorithm_config)
+from turbozero.training.algorithm_configs import AlphaZero, algorithm_error, is_algorithm_config
 from turbozero.training.risk import SelfPlayRisk
 from turbozero.training.stored_observations import ObservationPlanes, check_form
 from turbozero.training.stored_policies import DensePolicy, check_policy_form
@@ -70,8 +69,9 @@ class TrainConfig:
     network: Any = dataclasses.field(default_factory=dict)
     # what the run trains with: AlphaZero(search, acting, eval_search), GraphSearch(...),
     # MuZero(...) or TD(...) (training/algorithm_configs.py; docs/training.md, "Algorithms").
-    # The keywords search=, eval_search= and temperature_schedule= of earlier versions are
-    # still taken and converted into it (`algorithm_with`), and read back as properties
+    # Runs stored with the fields before it (search=, eval_search=, temperature_schedule=)
+    # read through training/migration.py; `search`, `eval_search` and `temperature_schedule`
+    # below read the algorithm's fields
     algorithm: Any = AlphaZero()
     # per-game entropic-risk betas of the seats in self-play (training/risk.py; the tree
     # kernel's SpecPUCT); None: the search config's own beta for every seat
@@ -119,8 +119,9 @@ class TrainConfig:
                 raise ValueError(f"unknown evaluation opponent {opp!r} for {self.game}; "
                                  f"choose from {sorted(set(known))}")
 
-    # ------------------------------------------------ the keywords of earlier versions
-    # read-only views into `algorithm` (a run's config, scripts and benchmarks read them)
+    # ------------------------------------------------ read-only views into `algorithm`
+    # (scripts, benchmarks and the CLI read the self-play search without asking which
+    # algorithm holds it)
     @property
     def search(self) -> Any:
         """The self-play search: `algorithm.search`."""
@@ -137,24 +138,6 @@ class TrainConfig:
         return self.algorithm.acting
 
 
-# the keywords TrainConfig took before `algorithm` (run directories store them)
-LEGACY_KEYWORDS = ("search", "eval_search", "temperature_schedule")
-_dataclass_init = TrainConfig.__init__
-
-
-def _init(self, *args: Any, **kwargs: Any) -> None:
-    # search=, eval_search=, temperature_schedule= update the algorithm given with them (or
-    # the default one): so does dataclasses.replace(config, search=...), which passes the
-    # current algorithm along
-    legacy = {k: kwargs.pop(k) for k in LEGACY_KEYWORDS if k in kwargs}
-    if legacy:
-        kwargs["algorithm"] = algorithm_with(kwargs.get("algorithm"), **legacy)
-    _dataclass_init(self, *args, **kwargs)
-
-
-_init.__doc__ = _dataclass_init.__doc__
-TrainConfig.__init__ = _init  # type: ignore[method-assign]
-TrainConfig.legacy_fields = LEGACY_KEYWORDS  # type: ignore[attr-defined]  # run_config reads it
 # the step limit has one name, steps, as the env's step_count and max_episode_steps
 # (docs/architecture.md, "Glossary: one name per idea"); run directories store the old name
 renamed_fields(self_play_max_moves="max_self_play_steps")(TrainConfig)

@@ -20,12 +20,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from envs.core import Env
+from turbozero.networks.value_formats import mover_to_seats
 from turbozero.search.cpu import require_extension
 from turbozero.search.cpu.selfplay import CPUSelfPlayConfig, cpu_self_play, make_pool_evaluator
 from turbozero.search.kernel import TreeSearchConfig
 from turbozero.search.roots import PUCTRoot
 from turbozero.search.selection import SpecPUCT
-from turbozero.training.algorithms import AlphaZeroAlgorithm, register_algorithm
+from turbozero.training.algorithms import AlphaZeroAlgorithm
 from turbozero.training.collector import CollectStats
 
 
@@ -48,9 +49,7 @@ class CPUAlphaZero(AlphaZeroAlgorithm):
             raise ValueError(f"CPUAlphaZero needs a CPUSelfPlayConfig, got {search_config!r}")
         evaluation = (search_config if eval_search_config is None else eval_search_config)
         if isinstance(evaluation, CPUSelfPlayConfig):
-            evaluation = kernel_config(dataclasses.replace(
-                evaluation, temperature=0.0,
-                search=dataclasses.replace(evaluation.search, dirichlet_fraction=0.0)))
+            evaluation = kernel_config(evaluation).for_evaluation()
         super().__init__(env, apply_fn, value_format, kernel_config(search_config), evaluation)
         self.cpu_config = search_config
         # TrainConfig.temperature_schedule, given by the Trainer (`use_temperature_schedule`);
@@ -150,7 +149,6 @@ def write_games(buffer, games, num_players: int):
     rows, cols = np.zeros(n, np.int32), np.zeros(n, np.int32)
     written_at, episode = np.zeros(n, np.int32), np.zeros(n, np.int32)
     returns = np.zeros((n, num_players), np.float32)
-    seats = np.arange(num_players)[None]
     in_row = np.zeros(num_envs, np.int64)  # positions this call wrote into each row so far
     outcome_sum = np.zeros(num_players, np.float32)
     for g in range(num_games):
@@ -162,7 +160,7 @@ def write_games(buffer, games, num_players: int):
         written_at[idx] = writes + in_row[row] + j
         episode[idx] = writes * num_games + g
         value, player = games.value[idx], games.player[idx]  # outcome for the player to move
-        returns[idx] = np.where(seats == player[:, None], value[:, None], -value[:, None])
+        returns[idx] = mover_to_seats(value, player, num_players)
         outcome_sum += returns[idx[0]]  # seat order: the game's final return of every seat
         in_row[row] += len(idx)
     longest = int(in_row.max()) if num_games else 0
@@ -179,8 +177,7 @@ def write_games(buffer, games, num_players: int):
         x = np.asarray(x)[keep]
         return np.concatenate([x, np.full((pad,) + x.shape[1:], fill, x.dtype)])
 
-    seat_values = np.where(seats == games.player[:, None], games.root_value[:, None],
-                           -games.root_value[:, None]).astype(np.float32)
+    seat_values = mover_to_seats(games.root_value, games.player, num_players).astype(np.float32)
     record = (None if buffer.search_record is None else
               {"root_wdl": take(games.root_wdl), "soft_value": take(games.soft_value)})
     new = _scatter_positions(
@@ -224,6 +221,3 @@ def _scatter_positions(buffer, rows, cols, observation, policy, legal_action_mas
         ptr=jnp.asarray(ptr, buffer.ptr.dtype),
         num_writes=jnp.asarray(num_writes, buffer.num_writes.dtype),
     )
-
-
-register_algorithm(CPUSelfPlayConfig, CPUAlphaZero)

@@ -1,8 +1,9 @@
 """The training loop: self-play -> replay -> optax updates -> evaluation -> checkpoints.
 
 One `Trainer` serves every game: the game chooses its value format, trunk and extra opponents
-(`turbozero.games`), the search config's type chooses the algorithm
-(`turbozero.training.algorithms`), and the loop itself names neither. Each iteration is two
+(`turbozero.games`), the run's algorithm config builds the runtime algorithm
+(`TrainConfig.algorithm`, `turbozero.training.algorithm_configs`), and the loop itself names
+neither. Each iteration is two
 jitted calls (collect, train) over a `LoopState` pytree whose game batch and replay are sharded
 over a `jax.sharding.Mesh` of all devices.
 """
@@ -33,7 +34,6 @@ from turbozero.training.evaluation import (MatchCarry, match_progress, match_res
                                            match_start, match_steps, match_summary,
                                            play_match_chunked)
 from turbozero.training.metrics import MetricsWriter, TensorBoardWriter, require_tensorboardx
-# run directories written before TrainConfig had its own module name it loop:TrainConfig
 from turbozero.training.config import TrainConfig
 from turbozero.training.run_config import check_env_config, config_to_json
 from turbozero.compile_cache import enable_compilation_cache
@@ -242,8 +242,7 @@ class Trainer:
         def collect_fn(state: LoopState):
             key, k = jax.random.split(state.key)
             # an algorithm may play its games its own way (afterstate TD: whole moves)
-            play = getattr(self.algorithm, "collect_games", collector_lib.collect)
-            col, buf, stats = play(
+            col, buf, stats = self.algorithm.collect_games(
                 env, self.algorithm.self_play, self.variables(state.train_state),
                 state.collector, state.buffer, k, cfg.collect_steps, cfg.algorithm.acting,
                 cfg.risk, state.iteration, cfg.truncated_games, cfg.max_self_play_steps,

@@ -31,7 +31,7 @@ from turbozero.search.learned import LearnedModel
 from turbozero.search.roots import GumbelRoot
 from turbozero.search.selection import MctxPUCT
 from turbozero.training import replay
-from turbozero.training.algorithms import Algorithm, register_algorithm
+from turbozero.training.algorithms import Algorithm
 from turbozero.training.types import SelfPlayTargets
 
 
@@ -54,6 +54,10 @@ class MuZeroConfig:
     reward_weight: float = 1.0
     policy_weight: float = 1.0
     consistency_weight: float = 2.0  # EfficientZero's lambda_3
+
+    def for_evaluation(self) -> "MuZeroConfig":
+        """The learned model's search made deterministic (`search.for_evaluation()`)."""
+        return dataclasses.replace(self, search=self.search.for_evaluation())
 
     def __post_init__(self) -> None:
         if not isinstance(self.search, TreeSearchConfig):
@@ -246,7 +250,7 @@ class MuZeroAlgorithm(Algorithm):
                            config=self.search_config)
 
 
-register_algorithm(MuZeroConfig, MuZeroAlgorithm)
+
 
 __all__ = ["MuZeroConfig", "MuZeroBatch", "MuZeroAlgorithm", "make_batch", "value_targets",
            "step_rewards", "muzero_loss"]

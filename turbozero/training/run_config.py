@@ -31,9 +31,7 @@ import typing
 from typing import Any, Sequence
 
 import envs
-from turbozero.games import MOVED_MODULES as GAME_MODULES_MOVED
-from turbozero.presets import get_preset
-from turbozero.training.algorithm_configs import algorithm_with, is_algorithm_config
+from turbozero.training import migration
 from turbozero.training.algorithms import tree_config
 from turbozero.training.checkpoints import read_marker
 from turbozero.training.config import TrainConfig
@@ -42,15 +40,6 @@ DATACLASS_TAG = "__dataclass__"
 # stored class names are imported back only from these packages: a config file names code to
 # import, and a run directory should not be able to import anything else
 _OWN_PACKAGES = ("turbozero", "envs", "equity")
-# modules whose classes moved (old module -> module now): run directories written before name
-# the old place, and read through this (one module per class, no re-exporting shim); a game's
-# own moved modules come from its package (turbozero.games.MOVED_MODULES)
-MOVED_MODULES = {
-    "turbozero.training.trainer": "turbozero.training.updates",  # issue 35, item 4
-    **GAME_MODULES_MOVED,
-}
-
-
 # ------------------------------------------------------------------------------- JSON
 def to_json(value: Any, where: str = "config") -> Any:
     """`value` as plain JSON data; `where` names the field in error messages."""
@@ -75,8 +64,8 @@ def to_json(value: Any, where: str = "config") -> Any:
 
 
 def _import_class(name: str, source: str = "stored config") -> type:
-    module, _, qualname = name.partition(":")
-    module = MOVED_MODULES.get(module, module)
+    # a class stored under the module it was in then is read where it is now (migration.py)
+    module, _, qualname = migration.class_name(name).partition(":")
     if not qualname or module.split(".")[0] not in _OWN_PACKAGES:
         raise ValueError(f"{source} names the class {name!r}, which is not one of "
                          f"turbozero's ({', '.join(_OWN_PACKAGES)})")
@@ -97,16 +86,17 @@ def from_json(data: Any, where: str = "config") -> Any:
         return tuple(from_json(v, f"{where}[{i}]") for i, v in enumerate(data))
     if isinstance(data, dict) and DATACLASS_TAG in data:
         cls = _import_class(data[DATACLASS_TAG])
-        # a class may still take keywords it stored as fields before (TrainConfig's search)
+        # fields of an earlier layout are read into today's (migration.py)
         names = {f.name for f in dataclasses.fields(cls) if f.init} | set(
-            getattr(cls, "legacy_fields", ()))
+            migration.stored_fields(cls))
         renamed = getattr(cls, "renamed_fields", {})
         kwargs = {renamed.get(k, k): v for k, v in data.items() if k != DATACLASS_TAG}
         unknown = sorted(set(kwargs) - names)
         if unknown:
             raise ValueError(f"{where}: {cls.__name__} has no field {unknown[0]!r} (stored by "
                              "another version of turbozero?)")
-        return cls(**{k: from_json(v, f"{where}.{k}") for k, v in kwargs.items()})
+        values = {k: from_json(v, f"{where}.{k}") for k, v in kwargs.items()}
+        return cls(**migration.upgrade(cls, values))
     if isinstance(data, dict):
         return {k: from_json(v, f"{where}.{k}") for k, v in data.items()}
     return data
@@ -502,11 +492,6 @@ def _set_env_config(game: str, current: Any, path: list[str], text: str, key: st
     return tuple(merged.items())
 
 
-# `--set` keys of TrainConfig fields that moved into `TrainConfig.algorithm`
-LEGACY_KEYS = {"search": ("search",), "eval_search": ("eval_search",),
-               "temperature_schedule": ("acting",)}
-
-
 def parse_overrides(config: Any, pairs: Sequence[str]) -> dict[str, Any]:
     """`KEY=VALUE` strings into new values of `config`'s top-level fields, each checked against
     the field's type; later pairs build on earlier ones (`search.a=1 search.b=2` sets both)."""
@@ -520,9 +505,9 @@ def parse_overrides(config: Any, pairs: Sequence[str]) -> dict[str, Any]:
             raise ValueError(f"--set expects KEY=VALUE, got {pair!r}")
         top, *path = key.split(".")
         legacy_search = top == "search" and top not in names
-        if top in LEGACY_KEYS and top not in names:
+        if top not in names and migration.legacy_key(top, path):
             # the keys of earlier versions: search.x is algorithm.search.x (docs/training.md)
-            top, path = "algorithm", list(LEGACY_KEYS[top]) + path
+            top, path = migration.legacy_key(top, path)
         renamed = getattr(type(config), "renamed_fields", {})
         if top in renamed:
             raise ValueError(f"--set {key}: {type(config).__name__}.{top} is now "
@@ -539,19 +524,8 @@ def parse_overrides(config: Any, pairs: Sequence[str]) -> dict[str, Any]:
             continue
         out[top] = _set_path(current, hints.get(top, Any), path, text, key)
         if legacy_search:
-            out[top] = _follow_search(out[top])
+            out[top] = migration.follow_search(out[top])
     return out
-
-
-def _follow_search(algorithm: Any) -> Any:
-    """An algorithm config whose search was set to another algorithm's (`--set search={...}`
-    of another class) turned into that algorithm's config, as `TrainConfig(search=...)` is."""
-    if is_algorithm_config(algorithm) and not type(algorithm).trains_with(algorithm.search):
-        try:
-            return algorithm_with(algorithm, search=algorithm.search)
-        except ValueError:
-            return algorithm  # TrainConfig names what is wrong
-    return algorithm
 
 
 # ------------------------------------------------------------------------- run dirs
@@ -573,8 +547,7 @@ def load_run_config(run_dir: str) -> Any:
     legacy = os.path.join(run_dir, "cli.json")
     if os.path.exists(legacy):
         with open(legacy, encoding="utf-8") as f:
-            made = json.load(f)
-        return get_preset(made["game"], made["preset"], **_tuplify(made.get("overrides", {})))
+            return migration.config_from_cli_json(json.load(f))
     raise ValueError(f"{run_dir} was made by a turbozero that did not store the run's config; "
                      "train it again to evaluate or resume it")
 

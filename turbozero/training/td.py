@@ -23,7 +23,6 @@ trained. docs/training.md, "Afterstate TD learning", has the choices and their m
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -34,7 +33,7 @@ from turbozero.search.afterstate import (AfterstatePlayerConfig, AfterstateValue
                                          afterstate_search, check_env, choose_afterstates)
 from turbozero.search.api import NetworkEvaluator
 from turbozero.training import collector as collector_lib
-from turbozero.training.algorithms import Algorithm, register_algorithm
+from turbozero.training.algorithms import Algorithm
 from turbozero.training.loss_fns import apply_in_training, total_loss
 
 
@@ -48,6 +47,11 @@ class TDConfig:
     player: AfterstatePlayerConfig = AfterstatePlayerConfig()
     td_lambda: float = 0.7
     exploration: float = 0.02
+
+    def for_evaluation(self) -> "TDConfig":
+        """The same config: TD's evaluation plays its player's best move (`AfterstateTD.act`,
+        no exploration), and the player has no noise (`player.for_evaluation()`)."""
+        return dataclasses.replace(self, player=self.player.for_evaluation())
 
     def __post_init__(self) -> None:
         if not isinstance(self.player, AfterstatePlayerConfig):
@@ -123,10 +127,6 @@ class AfterstateTD(Algorithm):
     @classmethod
     def check_env(cls, env: Env) -> None:
         check_env(env)
-
-    @classmethod
-    def accepts_eval_search(cls, eval_search_config: Any) -> bool:
-        return isinstance(eval_search_config, AfterstatePlayerConfig)
 
     def check_truncated_games(self, truncated_games, max_self_play_steps=None) -> None:
         if truncated_games is not None or max_self_play_steps is not None:
@@ -268,6 +268,6 @@ class AfterstateTD(Algorithm):
         return total_loss(params, jnp.zeros(()), value_loss, 0.0, metrics, updates)
 
 
-register_algorithm(TDConfig, AfterstateTD)
+
 
 __all__ = ["AfterstateTD", "TDConfig", "TDExperience", "TDReplay", "lambda_targets"]

@@ -19,5 +19,5 @@ SPEC = GameSpec("chess", WDLValue(), "resnet", "WDL value head, docs/chess.md",
                           install=STOCKFISH_OPPONENT_INSTALL)))
 
 # modules of this game whose classes moved (old -> now): run directories written before name the
-# old place; turbozero.training.run_config reads them through turbozero.games.MOVED_MODULES
+# old place; turbozero.training.migration reads them through turbozero.games.MOVED_MODULES
 MOVED_MODULES = {"turbozero.chess_adjudication": "turbozero.games.chess.adjudication"}

@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from turbozero.networks.value_formats import mover_to_seats
 from turbozero.search.acting import act
 from turbozero.search.api import SearchResult
 from turbozero.search.cpu.selfplay import (
@@ -134,11 +135,7 @@ def cpu_search(env, evaluator, variables, states, key: jax.Array, config: CPUSea
     weights = visits.astype(np.float32)
     policy = weights / np.maximum(weights.sum(-1, keepdims=True), 1.0)
     action = _act(k_act, weights, legal, config.temperature)
-    if num_players == 2:
-        root_values = np.where((mover == 0)[:, None], np.stack([root_value, -root_value], -1),
-                               np.stack([-root_value, root_value], -1))
-    else:
-        root_values = root_value[:, None]
+    root_values = mover_to_seats(root_value, mover, num_players)
     return SearchResult(
         action=jnp.asarray(action, jnp.int32),
         policy=jnp.asarray(policy),

@@ -61,6 +61,12 @@ class CPUSelfPlayConfig:
     # evaluated (docs/cpu_search.md, "Overlapping groups of games")
     overlap: bool = False
 
+    def for_evaluation(self) -> "CPUSelfPlayConfig":
+        """This self-play made deterministic: its search's (`search.for_evaluation()`), the most
+        visited move throughout (temperature 0 from the first move)."""
+        return dataclasses.replace(self, search=self.search.for_evaluation(), temperature=0.0,
+                                   temperature_moves=0)
+
     def __post_init__(self) -> None:
         if not isinstance(self.search, CPUSearchConfig):
             raise ValueError(f"search must be a CPUSearchConfig, got {self.search!r}")

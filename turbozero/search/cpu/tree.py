@@ -67,6 +67,10 @@ class CPUSearchConfig:
     temperature: float = 1.0
     family: ClassVar[str] = "cpu"
 
+    def for_evaluation(self) -> "CPUSearchConfig":
+        """This search made deterministic for evaluation: no root noise, temperature 0."""
+        return dataclasses.replace(self, dirichlet_fraction=0.0, temperature=0.0)
+
     def __post_init__(self) -> None:
         # the C++ fields are int32
         check_int("num_simulations", self.num_simulations, minimum=1, maximum=2**31 - 1)

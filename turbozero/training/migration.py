@@ -1,0 +1,151 @@
+"""Run configs stored by earlier versions, read into today's layout: the one module that knows
+an old layout (issue 44, item 5; docs/training.md, "Earlier versions").
+
+A run directory stores its whole `TrainConfig` as JSON (`run_config.to_json`); every run ever
+written must still evaluate and resume (tests/data/ttt_run is one, written before the algorithm
+was explicit). What changed, and how it is read:
+
+* classes whose module moved: the stored name is read at its new place (`MOVED_MODULES`; a
+  game's own moves come from its package, `turbozero.games.MOVED_MODULES`);
+* `TrainConfig.search`, `eval_search` and `temperature_schedule`, the fields before
+  `TrainConfig.algorithm`: read into the algorithm whose search it is (`upgrade`,
+  `algorithm_with`); a config stored with no algorithm searched with mctx, the default then
+  (today's default is the library's kernel);
+* the `--set` keys of those fields (`search.x` is `algorithm.search.x`, `temperature_schedule.x`
+  is `algorithm.acting.x`; README commands use them): `legacy_key`;
+* run directories made before configs were stored: the preset and overrides of their
+  `cli.json` (`config_from_cli_json`).
+
+A field renamed in place is the class's own business (`validation.renamed_fields`, read by
+`run_config.from_json`). Nothing else in the library converts an old layout: `TrainConfig` takes
+only today's fields.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Optional
+
+from turbozero.games import MOVED_MODULES as GAME_MODULES_MOVED
+from turbozero.search.acting import TemperatureSchedule
+from turbozero.search.mctx_policies import MctxConfig
+from turbozero.training.algorithm_configs import AlphaZero, algorithm_for_search, is_algorithm_config
+from turbozero.training.config import TrainConfig
+
+# modules whose classes moved (old module -> module now): read through this, with no
+# re-exporting shim module left at the old place
+MOVED_MODULES = {
+    "turbozero.training.trainer": "turbozero.training.updates",  # issue 35, item 4
+    **GAME_MODULES_MOVED,
+}
+# single classes that moved (old "module:Class" -> new)
+MOVED_CLASSES = {
+    # TrainConfig had its own module from issue 35; runs before name the loop's
+    "turbozero.training.loop:TrainConfig": "turbozero.training.config:TrainConfig",
+}
+# TrainConfig's fields before `algorithm` (run directories store them), and the field of the
+# algorithm config each became
+LEGACY_FIELDS = {"search": "search", "eval_search": "eval_search",
+                 "temperature_schedule": "acting"}
+# what a config stored without `algorithm` searched with (the default before the kernel's)
+DEFAULT_SEARCH_BEFORE_ALGORITHM = MctxConfig()
+
+_UNSET: Any = object()
+
+
+def class_name(stored: str) -> str:
+    """The "module:Class" a stored name stands for today."""
+    stored = MOVED_CLASSES.get(stored, stored)
+    module, sep, qualname = stored.partition(":")
+    return f"{MOVED_MODULES.get(module, module)}{sep}{qualname}"
+
+
+def stored_fields(cls: type) -> tuple[str, ...]:
+    """Keys an old layout of `cls` stored that are no longer its fields (read by `upgrade`)."""
+    return tuple(LEGACY_FIELDS) if cls is TrainConfig else ()
+
+
+def upgrade(cls: type, values: dict[str, Any]) -> dict[str, Any]:
+    """The keyword arguments of `cls` from a stored object's decoded fields, in today's layout."""
+    if cls is not TrainConfig or "algorithm" in values:
+        return values
+    values = dict(values)
+    legacy = {k: values.pop(k) for k in LEGACY_FIELDS if k in values}
+    legacy.setdefault("search", DEFAULT_SEARCH_BEFORE_ALGORITHM)
+    values["algorithm"] = algorithm_with(None, **legacy)
+    return values
+
+
+def algorithm_with(base: Optional[Any] = None, search: Any = _UNSET, eval_search: Any = _UNSET,
+                   temperature_schedule: Any = _UNSET) -> Any:
+    """`base` (an algorithm config; None: `AlphaZero()`) with the fields of the layout before
+    `TrainConfig.algorithm` applied: `search`, `eval_search` and `temperature_schedule` (its
+    `acting`). A search of another algorithm gives that algorithm's config, keeping `acting`
+    (not the evaluation player, which is the other algorithm's)."""
+    base = AlphaZero() if base is None else base
+    new_search = base.search if search is _UNSET else search
+    cls = algorithm_for_search(new_search)
+    changes: dict[str, Any] = {"search": new_search}
+    if eval_search is not _UNSET:
+        changes["eval_search"] = eval_search
+    if temperature_schedule is not _UNSET:
+        if cls.acting is None:
+            if temperature_schedule != TemperatureSchedule():
+                raise ValueError(f"{cls.__name__} has no temperature schedule (its self-play "
+                                 f"acting is its search's), got {temperature_schedule!r}")
+        else:
+            changes["acting"] = temperature_schedule
+    if type(base) is cls:
+        return dataclasses.replace(base, **changes)
+    carried = {f.name: getattr(base, f.name) for f in dataclasses.fields(base)
+               if f.name in {g.name for g in dataclasses.fields(cls)} and f.name not in changes}
+    carried.pop("eval_search", None)  # another algorithm's evaluation player does not carry
+    return cls(**carried, **changes)
+
+
+def legacy_key(top: str, path: list[str]) -> Optional[tuple[str, list[str]]]:
+    """`--set` key `top.path...` of a field before `TrainConfig.algorithm`, as today's
+    (`("algorithm", ["search", ...])`); None for a key of today."""
+    if top not in LEGACY_FIELDS:
+        return None
+    return "algorithm", [LEGACY_FIELDS[top]] + path
+
+
+def follow_search(algorithm: Any) -> Any:
+    """An algorithm config whose search was set to another algorithm's (`--set search={...}`
+    of another class) turned into that algorithm's config, as the layout before the algorithm
+    read it."""
+    if is_algorithm_config(algorithm) and not type(algorithm).trains_with(algorithm.search):
+        try:
+            return algorithm_with(algorithm, search=algorithm.search)
+        except ValueError:
+            return algorithm  # TrainConfig names what is wrong
+    return algorithm
+
+
+def config_from_cli_json(made: dict[str, Any]) -> Any:
+    """The config of a run directory made before configs were stored: the preset and overrides
+    `turbozero train` recorded in its cli.json."""
+    # on use: only such old runs need a preset (presets sit above training; no other path of
+    # the library's training reads one)
+    from turbozero.presets import get_preset
+
+    overrides = {k: _tuplify(v) for k, v in made.get("overrides", {}).items()}
+    legacy = {k: overrides.pop(k) for k in LEGACY_FIELDS if k in overrides}
+    config = get_preset(made["game"], made["preset"], **overrides)
+    if legacy:
+        config = dataclasses.replace(config, algorithm=algorithm_with(config.algorithm, **legacy))
+    return config
+
+
+def _tuplify(value: Any) -> Any:
+    """JSON arrays as tuples, all the way down (configs hold tuples)."""
+    if isinstance(value, list):
+        return tuple(_tuplify(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _tuplify(v) for k, v in value.items()}
+    return value
+
+
+__all__ = ["MOVED_CLASSES", "MOVED_MODULES", "algorithm_with", "class_name",
+           "config_from_cli_json", "follow_search", "legacy_key", "stored_fields", "upgrade"]
