@@ -46,10 +46,19 @@ def test_quick_suite_runs_every_section_and_writes_its_tables(tmp_path):
     for row in by_section["search"]:  # kernel beside mctx and the model floor
         assert row["reference"] == "mctx" and row["reference_value"] > 0
         assert 0 < row["share_of_floor"] < 2
+        # issue 46: trips per simulation (a walk and a backup trip at least) and the compiled
+        # loops' kernels: the kernel's walks and backups are loops the data decide, the floor's
+        # loop has none and fewer kernels than the search's
+        assert row["trips_per_sim"] >= 2, row
+        kernel, floor = row["kernels"]["kernel"], row["kernels"]["floor"]
+        assert len(kernel["data_loops"]) >= 2 and floor["data_loops"] == []
+        assert 0 < floor["loop_kernels"] < kernel["loop_kernels"]
     for row in by_section["mcgs"]:
         assert row["reference"] == "without" and row["reference_value"] > 0
+        assert row["trips_per_sim"] >= 2 and row["kernels"]["graph"]["data_loops"], row
     (train,) = by_section["training"]
     assert train["reference"] == "per-step" and set(train["compile_s"]) == {"per-step", "scan"}
     md = (out / "suite.md").read_text()
     for section in by_section:
         assert f"### {section}" in md
+    assert "| trips/sim | loop kernels |" in md
