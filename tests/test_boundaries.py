@@ -227,6 +227,8 @@ def test_preset_overrides_are_checked_in_one_line(overrides, msg):
 def test_every_preset_passes_the_checks():
     from turbozero import presets
 
-    for game in presets._PRESETS:
+    from turbozero.games import PRESETS
+
+    for game in PRESETS:
         for name in presets.available_presets(game):
             presets.get_preset(game, name)

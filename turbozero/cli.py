@@ -393,7 +393,7 @@ def format_presets(game: str) -> str:
         network = " ".join(f"{k}={_sizes(v)}" for k, v in dict(cfg.network).items()) or "default"
         rows.append((name, str(cfg.num_envs), str(_simulations(cfg.search)),
                      str(cfg.num_iterations), network,
-                     presets.MEASURED_TIMES.get((game, name), "not measured")))
+                     presets.measured_time(game, name)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1] for r in rows]
     return f"{game}\n" + "\n".join(lines)

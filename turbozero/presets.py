@@ -1,7 +1,8 @@
 """Named training configurations per game: `tiny` runs on 2 CPU cores in minutes; the larger
 ones are meant for a GPU. Each game's presets are in its own package
-(`turbozero/games/<game>/presets.py`: `PRESETS`, `MEASURED_TIMES`); this module collects them
-and builds a `TrainConfig` from one."""
+(`turbozero/games/<game>/presets.py`: `PRESETS`, `MEASURED_TIMES`), registered with the
+game (`turbozero.games.register_game`: a game outside the library brings its own); this
+module builds a `TrainConfig` from one."""
 
 from __future__ import annotations
 
@@ -9,29 +10,18 @@ import dataclasses
 import importlib.util
 from typing import Any
 
-from turbozero.games.backgammon import presets as _backgammon
-from turbozero.games.chess import presets as _chess
-from turbozero.games.gomoku import presets as _gomoku
-from turbozero.games.pacosako import presets as _pacosako
-from turbozero.games.pgx_games import presets as _pgx_games
-from turbozero.games.pyrat import presets as _pyrat
-from turbozero.games import game_spec
+from turbozero.games import game_spec, measured_times_of, presets_of
 from turbozero.training.config import TrainConfig
 
-# game -> the module holding its presets
-_PRESET_MODULES = {"backgammon": _backgammon, "pgx/tic_tac_toe": _pgx_games, "chess": _chess,
-                   "pyrat": _pyrat, "gomoku": _gomoku, "pacosako": _pacosako}
-_PRESETS: dict[str, dict[str, dict[str, Any]]] = {
-    game: module.PRESETS for game, module in _PRESET_MODULES.items()}
-# Wall time of `turbozero train GAME --preset P` on 2 CPU cores, where someone measured it (the
-# docs page named holds the conditions); `turbozero presets` says "not measured" for the rest.
-MEASURED_TIMES: dict[tuple[str, str], str] = {
-    (game, preset): text for game, module in _PRESET_MODULES.items()
-    for preset, text in module.MEASURED_TIMES.items()}
+
+def measured_time(game: str, preset: str) -> str:
+    """Wall time of `turbozero train GAME --preset P` on 2 CPU cores, where someone measured it
+    (the docs page named holds the conditions); "not measured" for the rest."""
+    return measured_times_of(game).get(preset, "not measured")
 
 
 def available_presets(game: str) -> tuple[str, ...]:
-    return tuple(_PRESETS.get(game, {}))
+    return tuple(presets_of(game) or {})
 
 
 # A preset entry `eval_opponents_if_installed`: registered opponents that need an optional
@@ -46,13 +36,16 @@ def _installed(game: str, opponent: str) -> bool:
 
 
 def _preset(game: str, preset: str) -> dict[str, Any]:
-    if game not in _PRESETS:
-        raise ValueError(f"no presets for game {game!r}; games with presets: {sorted(_PRESETS)}")
-    if preset not in _PRESETS[game]:
+    presets = presets_of(game)
+    if presets is None:
+        from turbozero.games import PRESETS
+
+        raise ValueError(f"no presets for game {game!r}; games with presets: {sorted(PRESETS)}")
+    if preset not in presets:
         raise ValueError(
-            f"unknown preset {preset!r} for {game}; available: {', '.join(_PRESETS[game])}"
+            f"unknown preset {preset!r} for {game}; available: {', '.join(presets)}"
         )
-    return _PRESETS[game][preset]
+    return presets[preset]
 
 
 def missing_opponents(game: str, preset: str) -> tuple[tuple[str, str], ...]:

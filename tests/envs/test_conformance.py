@@ -20,7 +20,9 @@ import envs
 from envs.core import GraphSearchEnv, require_protocol
 from envs.testing import EnvChecker
 
-# every env with a small configuration that reaches its step cap within a short playout
+# envs whose default configuration is too long for a short playout, with one that reaches its
+# step cap; every registered env is checked (`NAMES`), with its defaults where it has no entry
+# here, so a new game needs no line in this file (issue 44, item 6)
 CONFIGS = {
     "backgammon": {},
     "chess": {"max_episode_steps": 24},
@@ -33,8 +35,7 @@ BATCH, STEPS = 4, 32
 SLOW_BATCH, SLOW_STEPS = 16, 300
 
 
-def test_every_registered_env_is_covered():
-    assert set(envs.available_envs()) <= set(CONFIGS)
+NAMES = sorted(set(envs.available_envs()) | {"pgx/tic_tac_toe"})
 
 
 class Case(EnvChecker):
@@ -44,7 +45,7 @@ class Case(EnvChecker):
 
     def __init__(self, name, steps, batch):
         # pgx games keep their own step caps (the adapter's max_episode_steps is None)
-        super().__init__(envs.make(name, **CONFIGS[name]), batch, steps, name=name,
+        super().__init__(envs.make(name, **CONFIGS.get(name, {})), batch, steps, name=name,
                          uncapped_truncation=name.startswith("pgx/"))
 
 
@@ -53,7 +54,7 @@ def get_case(name, steps=STEPS, batch=BATCH):
     return Case(name, steps, batch)
 
 
-@pytest.fixture(scope="module", params=sorted(CONFIGS))
+@pytest.fixture(scope="module", params=NAMES)
 def case(request):
     return get_case(request.param)
 
@@ -140,7 +141,7 @@ def test_deterministic_games_have_no_chance_api():
 
 # --------------------------------------------------------------------------- longer runs
 @pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(CONFIGS))
+@pytest.mark.parametrize("name", NAMES)
 def test_long_random_playouts_keep_the_rules(name):
     case = get_case(name, SLOW_STEPS, SLOW_BATCH)
     for seed in range(2):

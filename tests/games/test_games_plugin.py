@@ -78,16 +78,16 @@ def test_each_game_is_one_package_on_the_training_side():
     (no GameSpec built and no preset written there)."""
     import importlib
 
-    from turbozero import presets
-    from turbozero.games import GAMES
+    from turbozero.games import GAMES, PRESETS, presets_of
 
-    for game, module in presets._PRESET_MODULES.items():
-        package = module.__name__.rsplit(".", 1)[0]
-        assert module.__name__ == f"{package}.presets"
+    for game, name in PRESETS.items():
+        module = importlib.import_module(name)
+        package = name.rsplit(".", 1)[0]
+        assert name == f"{package}.presets"
         own = importlib.import_module(package)
         specs = getattr(own, "SPECS", None) or (own.SPEC,)
         assert GAMES[game] in specs, game
-        assert presets._PRESETS[game] is module.PRESETS
+        assert presets_of(game) is module.PRESETS
     for shared in ("turbozero/games/__init__.py", "turbozero/games/spec.py",
                    "turbozero/presets.py"):
         tree = ast.parse((ROOT / shared).read_text(encoding="utf-8"))

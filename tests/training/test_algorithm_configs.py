@@ -123,9 +123,9 @@ def test_set_keys_old_and_new():
 
 
 def test_every_preset_names_its_algorithm_and_round_trips():
-    from turbozero.presets import _PRESETS
+    from turbozero.games import PRESETS
 
-    for game in _PRESETS:
+    for game in PRESETS:
         for name in available_presets(game):
             cfg = get_preset(game, name)
             assert type(cfg.algorithm) is algorithm_for_search(cfg.search), (game, name)

@@ -414,11 +414,9 @@ def env_options(game: str) -> dict[str, Any] | None:
         from envs.pgx_adapter import PgxAdapter as cls  # pgx's games load pgx only on use
         skip = 1  # the pgx id, given by the name
     else:
-        target = envs._REGISTRY.get(game)  # name -> "module:Class", imported on first use
-        if target is None:
+        if game not in envs.available_envs():
             return None
-        module, _, name = target.partition(":")
-        cls, skip = getattr(importlib.import_module(module), name), 0
+        cls, skip = envs.env_class(game), 0
     params = list(inspect.signature(cls).parameters.values())[skip:]
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
         return None

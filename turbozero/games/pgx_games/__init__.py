@@ -11,3 +11,5 @@ SPECS = (
     GameSpec("pgx/tic_tac_toe", WDLValue(), "mlp", "small test game"),
     GameSpec("pgx/connect_four", WDLValue(), "mlp", "small test game"),
 )
+# the games that have presets, and where (`turbozero.games.register_game`)
+PRESETS_MODULES = {"pgx/tic_tac_toe": "turbozero.games.pgx_games.presets"}
