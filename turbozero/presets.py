@@ -10,7 +10,7 @@ import dataclasses
 import importlib.util
 from typing import Any
 
-from turbozero.games import game_spec, measured_times_of, presets_of
+from turbozero.games import PRESETS, game_spec, measured_times_of, presets_of
 from turbozero.training.config import TrainConfig
 
 
@@ -38,8 +38,6 @@ def _installed(game: str, opponent: str) -> bool:
 def _preset(game: str, preset: str) -> dict[str, Any]:
     presets = presets_of(game)
     if presets is None:
-        from turbozero.games import PRESETS
-
         raise ValueError(f"no presets for game {game!r}; games with presets: {sorted(PRESETS)}")
     if preset not in presets:
         raise ValueError(

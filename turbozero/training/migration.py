@@ -67,10 +67,16 @@ def stored_fields(cls: type) -> tuple[str, ...]:
 
 def upgrade(cls: type, values: dict[str, Any]) -> dict[str, Any]:
     """The keyword arguments of `cls` from a stored object's decoded fields, in today's layout."""
-    if cls is not TrainConfig or "algorithm" in values:
+    if cls is not TrainConfig:
         return values
     values = dict(values)
     legacy = {k: values.pop(k) for k in LEGACY_FIELDS if k in values}
+    if "algorithm" in values:
+        # a layout that stored the algorithm beside its search: the stored search is the one
+        # the run trained with (a `--set search=...` wrote it there)
+        if legacy:
+            values["algorithm"] = algorithm_with(values["algorithm"], **legacy)
+        return values
     legacy.setdefault("search", DEFAULT_SEARCH_BEFORE_ALGORITHM)
     values["algorithm"] = algorithm_with(None, **legacy)
     return values
