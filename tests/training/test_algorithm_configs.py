@@ -196,3 +196,27 @@ def test_the_cpu_self_play_step_limit_has_the_one_name():
     assert from_json(stored) == CPUSelfPlayConfig(max_steps=9)
     with pytest.raises(ValueError, match="CPUSelfPlayConfig.max_moves is now max_steps"):
         CPUSelfPlayConfig(max_moves=9)
+
+
+def test_the_algorithm_table_in_the_docs_is_the_registry():
+    """docs/training.md's algorithm table (issue 44, item 7) lists every (algorithm, self-play
+    search) pair the registry trains, with the runtime class it builds, and nothing else."""
+    import pathlib
+    import re
+
+    from turbozero.training.algorithm_configs import ALGORITHM_CONFIGS
+
+    text = (pathlib.Path(__file__).parents[2] / "docs" / "training.md").read_text()
+    rows = set()
+    for line in text.splitlines():
+        m = re.match(r"\| `(\w+)` \| `(\w+)`[^|]*\| `(\w+)`", line)
+        if m and m.group(1) in {c.__name__ for c in ALGORITHM_CONFIGS}:
+            rows.add(m.groups())
+    registry = set()
+    for cls in ALGORITHM_CONFIGS:
+        for search_type in cls.searches:
+            # the runtime a config of this search builds (defaults of every search type)
+            runtime = cls(search=search_type()).runtime()
+            registry.add((cls.__name__, search_type.__name__, runtime.__name__))
+    assert rows == registry, (f"in the docs only: {sorted(rows - registry)}; in the registry "
+                              f"only: {sorted(registry - rows)}")
