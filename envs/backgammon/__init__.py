@@ -140,12 +140,20 @@ class Backgammon(Env):
         remaining = state.remaining - jnp.where(is_move, jnp.arange(1, 7) == die, 0)
         return self._settle(state, board, remaining)
 
-    def _settle(self, state: BackgammonState, board: Array, remaining: Array) -> BackgammonState:
+    def _settle(self, state: BackgammonState, board: Array, remaining: Array,
+                complete: bool = False) -> BackgammonState:
         """`state` after its mover's checkers stand on `board` with `remaining` dice left: the
-        same player goes on, the turn passes (chance state) or the game is won."""
+        same player goes on, the turn passes (chance state) or the game is won. `complete`:
+        the move played every die it could (a complete move), so the turn is over unless the
+        game is won, and the single-move rows (the dearest part of this, paid per afterstate
+        slot) are not worked out: a won game's mask is all legal anyway (`_finalize`)."""
         won = board[rules.OFF] == 15
-        rows = rules.simple_mask(board, remaining)
-        turn_over = ~state.is_chance & ~won & ~jnp.any(rows)
+        if complete:
+            rows = jnp.ones((25, 6), jnp.bool_)  # read only when the game is won
+            turn_over = ~state.is_chance & ~won
+        else:
+            rows = rules.simple_mask(board, remaining)
+            turn_over = ~state.is_chance & ~won & ~jnp.any(rows)
         points = rules.game_points(board).astype(jnp.float32)
         me = state.current_player
         rewards = jnp.where(
@@ -262,7 +270,8 @@ def _afterstates(env: Backgammon, state: BackgammonState, m: int) -> Afterstates
     steps = jnp.sum(level.actions >= 0, axis=1).astype(jnp.int32)  # [M] micro-actions each
 
     def result(board, remaining, n):
-        s = env._settle(state.replace(step_count=state.step_count + n), board, remaining)
+        s = env._settle(state.replace(step_count=state.step_count + n), board, remaining,
+                        complete=True)
         return env._finalize(s)
 
     states = jax.vmap(result)(level.board, level.remaining, steps)

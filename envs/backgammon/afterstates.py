@@ -23,11 +23,13 @@ single-checker moves, and two values at most 30 (`Backgammon.max_legal_actions`)
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.custom_batching import custom_vmap
 
 from envs.backgammon import rules
 from envs.afterstates import NO_ACTION
@@ -44,6 +46,8 @@ WIDTH = 15  # legal single-checker moves with one die value (one per occupied so
 # most ~520 and the largest seen 783; docs/backgammon.md "Complete moves" has the measurement
 # and the cost of a larger M.
 DEFAULT_MAX_AFTERSTATES = 256
+CHUNK_MIN, CHUNK_DIV = 4, 16
+SMALL_LEVELS = 32
 
 
 class Level(NamedTuple):
@@ -153,15 +157,10 @@ def _pad(level: Level, size: int) -> Level:
         lambda x: jnp.concatenate([x, jnp.zeros((extra,) + x.shape[1:], x.dtype)]), level)
 
 
-def complete_moves(board: Array, remaining: Array, live: Array,
-                   max_afterstates: int = DEFAULT_MAX_AFTERSTATES) -> tuple[Level, Array]:
-    """The distinct results of every complete legal move from (board, dice left).
-
-    board int32[28] from the mover's side, remaining int32[6], live bool (False: a chance or
-    finished state, every slot invalid). Returns a `Level` of `max_afterstates` slots (the
-    result boards still from the mover's side, `remaining` the dice left unplayable, `actions`
-    the env micro-actions reaching each; a player without a move gets the position unchanged
-    and the pass) and the overflow flag. Jittable; vmap over a batch."""
+def level_moves(board: Array, remaining: Array, live: Array,
+                max_afterstates: int = DEFAULT_MAX_AFTERSTATES) -> tuple[Level, Array]:
+    """`complete_moves` grown level by level (any dice left; the path of three or four dice
+    left, i.e. doubles, and the reference the two-dice path is tested against)."""
     sizes = level_sizes(max_afterstates)
     root = Level(board[None].astype(jnp.int32), remaining[None].astype(jnp.int32),
                  jnp.full((1, MAX_DICE), NO_ACTION, jnp.int32), live[None])
@@ -200,5 +199,276 @@ def complete_moves(board: Array, remaining: Array, live: Array,
     return merged, overflow
 
 
+# ---------------------------------------------------------------- two dice or fewer left
+# Cells of a move key: points 0..23, then these.
+OFF_CELL = 24  # borne off (a destination)
+BAR_CELL = 25  # the bar (a source)
+NONE_CELL = 31  # an empty field of a key
+INVALID_KEY = np.uint32(0xFFFFFFFF)  # sorts after every real key (real keys use 30 bits)
+
+
+def _src_cell(row: Array) -> Array:
+    """Cell of a move row (0 the bar, 1..24 points 0..23)."""
+    return jnp.where(row == 0, BAR_CELL, row - 1)
+
+
+def _dest_cell(row: Array, die: Array) -> Array:
+    """Cell a checker reaches from move row `row` with `die` (as `rules.apply_move`)."""
+    dest = jnp.where(row == 0, 24 - die, row - 1 - die)
+    return jnp.where(dest < 0, OFF_CELL, dest)
+
+
+def _hit_cell(board: Array, cell: Array) -> Array:
+    """`cell` where landing there hits an opponent blot of `board`, else NONE_CELL."""
+    blot = (cell < 24) & (board[jnp.clip(cell, 0, 23)] == -1)
+    return jnp.where(blot, cell, NONE_CELL)
+
+
+def _sorted_pair(a: Array, b: Array) -> tuple[Array, Array]:
+    return jnp.minimum(a, b), jnp.maximum(a, b)
+
+
+def _pack(*fields: Array) -> Array:
+    """Six 5-bit fields into one uint32 key (the first field highest)."""
+    key = jnp.zeros(jnp.shape(fields[0]), jnp.uint32)
+    for f in fields:
+        key = (key << 5) | f.astype(jnp.uint32)
+    return key
+
+
+def _first_rows(mask: Array, width: int) -> tuple[Array, Array]:
+    """The first `width` set rows of a bool[R] mask (row indices, valid): a one-hot [width, R]
+    comparison, which XLA:CPU fuses (`jnp.nonzero`'s scatter cost 3x more here, measured)."""
+    rank = jnp.cumsum(mask) - 1
+    hot = mask[None, :] & (rank[None, :] == jnp.arange(width)[:, None])
+    rows = jnp.sum(jnp.where(hot, jnp.arange(mask.shape[0])[None, :], 0), axis=1)
+    return rows.astype(jnp.int32), jnp.any(hot, axis=1)
+
+
+def two_dice_moves(board: Array, remaining: Array, live: Array,
+                   max_afterstates: int = DEFAULT_MAX_AFTERSTATES) -> tuple[Level, Array]:
+    """`complete_moves` when at most two dice are left (every non-double roll, and the end of
+    a double), without growing levels: each complete move is (first source, die) then
+    (second source, the other die), 2 orders x 15 x 15 candidates plus the 2 x 15 one-die
+    moves, and duplicates are merged on one uint32 key per candidate.
+
+    The key is exact because every candidate starts from the same board: the result is that
+    board minus the checkers taken from their sources plus those put on their destinations
+    (net of a checker that moved on: source of one move = destination of the other) and
+    without the opponent blots hit. So (sorted net sources, sorted net destinations, sorted
+    hit points), six cells of 5 bits, identifies the result board; net sources and
+    destinations never share a cell, so one board has one key. One sort of plain keys (no
+    payload: XLA:CPU sorts a single operand ~6x faster than keys with an index, measured)
+    groups them; a binary search sends each candidate to its key's first sorted place, and the
+    lowest candidate there is the one listed. Results come in key order (not `level_moves`'
+    order: no caller reads the order, docs/backgammon.md)."""
+    level_sizes(max_afterstates)
+    m = max_afterstates
+    vals = jnp.arange(1, 7)
+    hi = jnp.max(jnp.where(remaining > 0, vals, 0))
+    lo = jnp.min(jnp.where(remaining > 0, vals, 7))
+    n_dice = jnp.sum(remaining)
+    two_values = hi != lo
+    hi_c, lo_c = jnp.clip(hi, 1, 6), jnp.clip(lo, 1, 6)
+    first = jnp.stack([hi_c, lo_c])  # order 0: the larger die first; order 1: the smaller
+    second = jnp.stack([lo_c, hi_c])
+    order_ok = jnp.stack([n_dice >= 1, (n_dice >= 1) & two_values])  # one order when one value
+
+    play = rules.playable(board)  # [25, 6]
+    col1 = jnp.take(play, first - 1, axis=1).T & (live & order_ok)[:, None]  # [2, 25]
+    r1, v1 = jax.vmap(lambda c: _first_rows(c, WIDTH))(col1)  # [2, 15] rows of the 1st checker
+    board1 = jax.vmap(jax.vmap(rules.apply_move, in_axes=(None, 0, None)),
+                      in_axes=(None, 0, 0))(board, r1, first)  # [2, 15, 28]
+    play1 = jax.vmap(jax.vmap(rules.playable_die, in_axes=(0, None)))(board1, second)
+    col2 = play1 & (v1 & (n_dice == 2))[..., None]  # [2, 15, 25]
+    r2, v2 = jax.vmap(jax.vmap(lambda c: _first_rows(c, WIDTH)))(col2)  # [2, 15, 15]
+
+    s1, t1 = _src_cell(r1), _dest_cell(r1, first[:, None])  # [2, 15]
+    h1 = jax.vmap(_hit_cell, in_axes=(None, 0))(board, t1)
+    s2, t2 = _src_cell(r2), _dest_cell(r2, second[:, None, None])  # [2, 15, 15]
+    h2 = jax.vmap(jax.vmap(jax.vmap(_hit_cell, in_axes=(None, 0))))(board1, t2)
+    s1b, t1b, h1b = (x[:, :, None] for x in (s1, t1, h1))
+    on1 = t1b == s2  # the second move goes on from where the first one landed
+    on2 = t2 == s1b  # the second checker lands where the first one left
+    on = on1 | on2
+    na, nb = _sorted_pair(jnp.where(on1, s1b, jnp.where(on2, s2, s1b)), jnp.where(on, NONE_CELL, s2))
+    pa, pb = _sorted_pair(jnp.where(on1, t2, jnp.where(on2, t1b, t1b)), jnp.where(on, NONE_CELL, t2))
+    ha, hb = _sorted_pair(jnp.broadcast_to(h1b, h2.shape), h2)
+    key2 = _pack(na, nb, pa, pb, ha, hb)
+    none = jnp.full_like(s1, NONE_CELL)
+    key1 = _pack(s1, none, t1, none, h1, none)
+
+    # as many dice as possible; one die of two different ones: the larger if it can be played
+    any2 = jnp.any(v2)
+    larger_only = two_values & jnp.any(v1[0])
+    ok1 = v1 & ~any2 & ((jnp.arange(2) == 0) | ~larger_only)[:, None]
+    keys = jnp.concatenate([jnp.where(v2, key2, INVALID_KEY).reshape(-1),
+                            jnp.where(ok1, key1, INVALID_KEY).reshape(-1)])
+    n = keys.shape[0]
+    n2 = v2.size
+    ordered = jnp.sort(keys)
+    start = (ordered != INVALID_KEY) & jnp.concatenate(
+        [jnp.ones(1, jnp.bool_), ordered[1:] != ordered[:-1]])
+    count = jnp.sum(start)
+    place = jnp.searchsorted(ordered, keys, side="left", method="scan_unrolled")
+    lowest = jnp.full(n, n - 1, jnp.int32).at[place].min(jnp.arange(n, dtype=jnp.int32))
+    starts = jnp.zeros(m, jnp.int32).at[jnp.where(start, jnp.cumsum(start) - 1, m)].set(
+        jnp.arange(n, dtype=jnp.int32), mode="drop")  # sorted places of the first M keys
+    cand = lowest[starts]  # [M] the candidate listed in each slot
+
+    is2 = cand < n2
+    c = jnp.where(is2, cand, cand - n2)
+    o = jnp.where(is2, c // (WIDTH * WIDTH), c // WIDTH)
+    k = jnp.where(is2, (c // WIDTH) % WIDTH, c % WIDTH)
+    j = jnp.where(is2, c % WIDTH, 0)
+    row1, row2 = r1[o, k], r2[o, k, j]
+    d1, d2 = first[o], second[o]
+    mid = board1[o, k]
+    out_board = jnp.where(is2[:, None], jax.vmap(rules.apply_move)(mid, row2, d2), mid)
+    used = (vals[None, :] == d1[:, None]).astype(jnp.int32) + jnp.where(
+        is2[:, None], vals[None, :] == d2[:, None], 0)
+    out_rem = remaining[None, :] - used
+    a1 = (row1 + 1) * 6 + d1 - 1  # env micro-action: src (1 the bar) * 6 + die - 1
+    a2 = jnp.where(is2, (row2 + 1) * 6 + d2 - 1, NO_ACTION)
+    pad = jnp.full((m, MAX_DICE - 2), NO_ACTION, jnp.int32)
+    out_act = jnp.concatenate([a1[:, None], a2[:, None], pad], axis=1).astype(jnp.int32)
+    valid = jnp.arange(m) < count
+
+    # no move at all: the pass, position unchanged
+    passed = live & (count == 0)
+    first_slot = (jnp.arange(m) == 0) & passed
+    out_board = jnp.where(first_slot[:, None], board[None, :], out_board)
+    out_rem = jnp.where(first_slot[:, None], remaining[None, :], out_rem)
+    out_act = jnp.where(first_slot[:, None], jnp.asarray([rules.PASS_ACTION] + [NO_ACTION] * 3),
+                        out_act)
+    level = Level(out_board.astype(jnp.int32), out_rem.astype(jnp.int32), out_act,
+                  valid | first_slot)
+    return level, count > m
+
+
+# ---------------------------------------------------------------- three or four dice left
+def _one_die_level(level: Level, depth: int, die: Array, capacity: int) -> tuple[Level, Array]:
+    """Every legal move of `die` from every position of `level`, far-to-near (`_expand`), the
+    kept children packed parent by parent, row by row (as `_expand` + `_compact` order them)
+    into `capacity` slots; and whether some did not fit. Only the kept children are built: the
+    [parents, 25] move masks are packed first, then `capacity` boards made from them."""
+    ranks = jnp.asarray(np.concatenate([[25], np.arange(1, 25)]))  # per row, far to near
+
+    def rows_of(board, actions, valid):
+        rows = rules.playable_die(board, die) & valid
+        if depth > 0:  # from the last source or nearer home
+            rows = rows & (ranks <= _rank(actions[depth - 1]))
+        return rows
+
+    mask = jax.vmap(rows_of)(level.board, level.actions, level.valid)  # [P, 25]
+    flat = mask.reshape(-1)
+    count = jnp.sum(flat)
+    dest = jnp.where(flat, jnp.cumsum(flat) - 1, capacity)
+    pick = jnp.zeros(capacity, jnp.int32).at[dest].set(
+        jnp.arange(flat.shape[0], dtype=jnp.int32), mode="drop")
+    parent, row = pick // 25, pick % 25
+    board = jax.vmap(rules.apply_move, in_axes=(0, 0, None))(level.board[parent], row, die)
+    remaining = level.remaining[parent] - (jnp.arange(1, 7) == die)[None, :]
+    actions = level.actions[parent].at[:, depth].set((row + 1) * 6 + die - 1)
+    valid = jnp.arange(capacity) < count
+    return Level(board, remaining.astype(jnp.int32), actions, valid), count > capacity
+
+
+def doubles_moves(board: Array, remaining: Array, live: Array,
+                  max_afterstates: int = DEFAULT_MAX_AFTERSTATES,
+                  capacity: int | None = None) -> tuple[Level, Array]:
+    """`complete_moves` when one die value is left (three or four of a double): levels of
+    15, 225 (exact: 15 sources x 15), M and M positions, each result made once (far-to-near,
+    `_expand`), then merged on the board (`_dedup`, as `level_moves`: the same set in the same
+    order when nothing overflows). `capacity` (< M) caps levels 2-4 lower: the same answer
+    when the flag says nothing overflowed (`_pooled` retries the others at M)."""
+    m = max_afterstates
+    cap = m if capacity is None else min(capacity, m)
+    sizes = (1, WIDTH, min(WIDTH * WIDTH, cap), cap, cap)
+    die = jnp.clip(jnp.argmax(remaining > 0) + 1, 1, 6)
+    n_dice = jnp.sum(remaining)
+    root = Level(board[None].astype(jnp.int32), remaining[None].astype(jnp.int32),
+                 jnp.full((1, MAX_DICE), NO_ACTION, jnp.int32), live[None])
+    levels, overflow = [root], jnp.asarray(False)
+    for depth in range(MAX_DICE):
+        kids, over = _one_die_level(levels[-1], depth, die, sizes[depth + 1])
+        kids = kids._replace(valid=kids.valid & (n_dice > depth))
+        levels.append(kids)
+        overflow = overflow | over
+    depth = jnp.max(jnp.asarray([jnp.where(jnp.any(lv.valid), k, 0)
+                                 for k, lv in enumerate(levels)]))
+    padded = [_pad(lv, m) for lv in levels]
+    chosen = jax.tree_util.tree_map(
+        lambda *xs: jnp.select([depth == k for k in range(len(xs))], xs), *padded)
+    passed = live & (depth == 0)
+    actions = jnp.where(passed & (jnp.arange(MAX_DICE) == 0), rules.PASS_ACTION, chosen.actions)
+    merged, _ = _dedup(chosen._replace(actions=actions), m, by_dice_left=False)
+    return merged, overflow
+
+
+# ---------------------------------------------------------------- the public function
+def _pooled(board: Array, remaining: Array, live: Array, m: int) -> tuple[Level, Array]:
+    """A batch ([B] leading): every state through `two_dice_moves`, then only the states with
+    three or four dice left (doubles) through `level_moves`, gathered `chunk` at a time, so the
+    five sixths of a batch that are not doubles never pay for levels 3-4."""
+    b = board.shape[0]
+    out, over = jax.vmap(lambda x, r, lv: two_dice_moves(x, r, lv, m))(board, remaining, live)
+    need = live & (jnp.sum(remaining, axis=1) > 2)
+    chunk = max(1, min(b, max(CHUNK_MIN, b // CHUNK_DIV)))
+    # most doubles have few moves (median 13 in gnubg self-play): first with small levels,
+    # then only the states that did not fit again at M
+    for cap in (SMALL_LEVELS, m) if SMALL_LEVELS < m else (m,):
+        (order,) = jnp.nonzero(need, size=b + chunk, fill_value=b)
+        rounds = (jnp.sum(need) + chunk - 1) // chunk
+        last = cap == m
+
+        def body(i, carry, cap=cap, last=last, order=order):
+            out, over, retry = carry
+            rows = jax.lax.dynamic_slice(order, (i * chunk,), (chunk,))
+            src = jnp.minimum(rows, b - 1)
+            lv, ov = jax.vmap(lambda x, r, v: doubles_moves(x, r, v, m, cap))(
+                board[src], remaining[src], live[src] & (rows < b))
+            keep = rows if last else jnp.where(ov, b, rows)  # a state that did not fit: later
+            out = jax.tree_util.tree_map(lambda o, x: o.at[keep].set(x, mode="drop"), out, lv)
+            over = over.at[keep].set(ov, mode="drop")
+            return out, over, retry.at[jnp.where(ov, rows, b)].set(True, mode="drop")
+
+        out, over, need = jax.lax.fori_loop(0, rounds, body, (out, over, jnp.zeros_like(need)))
+    return out, over
+
+
+@functools.lru_cache(maxsize=None)
+def _complete_moves_fn(m: int):
+    @custom_vmap
+    def one(board, remaining, live):
+        return jax.lax.cond(jnp.sum(remaining) <= 2,
+                            lambda: two_dice_moves(board, remaining, live, m),
+                            lambda: doubles_moves(board, remaining, live, m))
+
+    @one.def_vmap
+    def batched(axis_size, in_batched, board, remaining, live):
+        args = [x if batched_ else jnp.broadcast_to(x, (axis_size,) + jnp.shape(x))
+                for x, batched_ in zip((board, remaining, live), in_batched)]
+        out = _pooled(*args, m)
+        return out, jax.tree_util.tree_map(lambda _: True, out)
+
+    return one
+
+
+def complete_moves(board: Array, remaining: Array, live: Array,
+                   max_afterstates: int = DEFAULT_MAX_AFTERSTATES) -> tuple[Level, Array]:
+    """The distinct results of every complete legal move from (board, dice left).
+
+    board int32[28] from the mover's side, remaining int32[6], live bool (False: a chance or
+    finished state, every slot invalid). Returns a `Level` of `max_afterstates` slots (the
+    result boards still from the mover's side, `remaining` the dice left unplayable, `actions`
+    the env micro-actions reaching each; a player without a move gets the position unchanged
+    and the pass) and the overflow flag. Jittable; vmap over a batch (one vmap pools the
+    batch's doubles, `_pooled`; flatten nested batch axes into one to get that)."""
+    level_sizes(max_afterstates)
+    return _complete_moves_fn(int(max_afterstates))(
+        jnp.asarray(board, jnp.int32), jnp.asarray(remaining, jnp.int32), jnp.asarray(live, jnp.bool_))
+
+
 __all__ = ["DEFAULT_MAX_AFTERSTATES", "FIRST_WIDTH", "Level", "MAX_DICE", "WIDTH",
-           "complete_moves", "level_sizes"]
+           "complete_moves", "doubles_moves", "level_moves", "level_sizes", "two_dice_moves"]

@@ -79,6 +79,24 @@ def playable(board: Array) -> Array:
     return jnp.concatenate([bar_moves[None, :], point_moves], axis=0)
 
 
+def playable_die(board: Array, die: Array) -> Array:
+    """bool[25]: `playable(board)[:, die - 1]` for one die value (traced scalar 1..6), at a
+    sixth of the work (the complete-move listing asks this of every position it grows)."""
+    pts = board[:24]
+    own = pts > 0
+    on_bar = board[BAR] > 0
+    idx = jnp.arange(24)
+    dest = idx - die
+    open_pad = jnp.concatenate([jnp.zeros(6, jnp.bool_), pts >= -1])
+    all_home = ~on_bar & ~jnp.any(own[6:])
+    highest = jnp.max(jnp.where(own, idx, -1))  # no checker further back from here up
+    bear_ok = all_home & ((dest == -1) | (idx >= highest))
+    dest_ok = jnp.where(dest < 0, bear_ok, open_pad[jnp.clip(dest + 6, 0, 29)])
+    point_moves = own & dest_ok & ~on_bar
+    bar_move = on_bar & (pts[jnp.clip(24 - die, 0, 23)] >= -1)
+    return jnp.concatenate([bar_move[None], point_moves])
+
+
 def _any_playable_with(board: Array, die: Array) -> Array:
     """bool: the mover has some single-checker move with `die` (traced scalar 1..6)."""
     pts = board[:24]
