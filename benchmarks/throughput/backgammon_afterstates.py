@@ -2,13 +2,14 @@
 (C, one position at a time from a Python loop), on the same positions; and how many complete
 moves positions of real play have (what `max_afterstates` must hold).
 
-    python benchmarks/throughput/backgammon_afterstates.py [--batch 1024] [--m 256] [--repeats 3]
+    python benchmarks/throughput/backgammon_afterstates.py [--batch 64 1024] [--m 256] [--repeats 3]
     python benchmarks/throughput/backgammon_afterstates.py --count [--games 60]
 
 Positions: the decision states met by gnubg-nn's 0-ply player in self-play (`--games` games,
 10% random moves for variety), every roll. The JAX side is timed on compiled calls only
 (median of `--repeats` after a warm-up); gnubg-nn's loop is timed on the same positions and
-rolls. Figures: docs/benchmarks.md, "Backgammon complete moves"; docs/backgammon.md.
+rolls. Each batch size is a separate pick of pairs (the same seed) and prints the load
+average. Figures: docs/benchmarks.md, "Backgammon complete moves"; docs/backgammon.md.
 
 The JAX side is timed through benchmarks/tools/timing.py (`time_compiled`: refuses a timed call that
 compiles or runs JAX eagerly); gnubg-nn's loop is host-side C called from Python, no JAX, so it
@@ -99,11 +100,6 @@ def speed(args) -> None:
 
     env = envs.make("backgammon")
     positions = played_positions(args.games)
-    rng = np.random.default_rng(1)
-    pick = rng.choice(len(positions), args.batch, replace=len(positions) < args.batch)
-    rolls = rng.integers(0, rules.NUM_ROLLS, args.batch)
-    gboards = [positions[i] for i in pick]
-    boards = jnp.asarray(np.stack([notation.gnubg_to_board(g) for g in gboards]))
 
     @jax.jit
     def run(boards, outcomes):
@@ -111,26 +107,47 @@ def speed(args) -> None:
         states = states.replace(observation=jax.vmap(env.observe)(states))
         return jax.vmap(lambda s: env.afterstates(s, args.m))(states)
 
-    outcomes = jnp.asarray(rolls, jnp.int32)
-    t0 = time.perf_counter()
-    jax.block_until_ready(run(boards, outcomes))
-    compile_s = time.perf_counter() - t0
-    jax_s = time_compiled({"env.afterstates": run}, args=(boards, outcomes),
-                          repeats=args.repeats)["env.afterstates"].median
-    out = run(boards, outcomes)
-    overflow = int(np.asarray(out.overflow).sum())
-    dice = [tuple(int(x) for x in rules.ROLLS[r]) for r in rolls]
-    gnubg_s = host_loop_seconds(lambda: [gnubg_nn.moves(g, d1, d2)
-                                         for g, (d1, d2) in zip(gboards, dice)], args.repeats)
-    print(f"batch {args.batch}, M {args.m}, backend {jax.default_backend()}: "
-          f"env.afterstates {args.batch / jax_s:,.0f} sets/s ({jax_s * 1e3:.1f} ms a call, "
-          f"compile {compile_s:.1f} s, {overflow} overflowed); gnubg-nn moves loop "
-          f"{args.batch / gnubg_s:,.0f} sets/s; ratio {gnubg_s / jax_s:.4f}x")
+    from envs.backgammon import afterstates as afterstates_lib
+
+    @jax.jit
+    def listing(boards, outcomes):
+        """The move list alone (result boards, micro-actions, valid; what gnubg-nn's `moves`
+        returns as position keys), without building each result's env state."""
+        states = jax.vmap(env._decision_state)(boards, outcomes, jnp.zeros_like(outcomes))
+        return jax.vmap(lambda b, r: afterstates_lib.complete_moves(
+            b, r, jnp.asarray(True), args.m))(states.board, states.remaining)
+
+    for batch in args.batch:
+        rng = np.random.default_rng(1)
+        pick = rng.choice(len(positions), batch, replace=len(positions) < batch)
+        rolls = rng.integers(0, rules.NUM_ROLLS, batch)
+        gboards = [positions[i] for i in pick]
+        boards = jnp.asarray(np.stack([notation.gnubg_to_board(g) for g in gboards]))
+        outcomes = jnp.asarray(rolls, jnp.int32)
+        t0 = time.perf_counter()
+        jax.block_until_ready(run(boards, outcomes))
+        compile_s = time.perf_counter() - t0
+        jax_s = time_compiled({"env.afterstates": run}, args=(boards, outcomes),
+                              repeats=args.repeats)["env.afterstates"].median
+        jax.block_until_ready(listing(boards, outcomes))
+        list_s = time_compiled({"complete_moves": listing}, args=(boards, outcomes),
+                               repeats=args.repeats)["complete_moves"].median
+        out = run(boards, outcomes)
+        overflow = int(np.asarray(out.overflow).sum())
+        dice = [tuple(int(x) for x in rules.ROLLS[r]) for r in rolls]
+        gnubg_s = host_loop_seconds(lambda: [gnubg_nn.moves(g, d1, d2)
+                                             for g, (d1, d2) in zip(gboards, dice)], args.repeats)
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+        print(f"batch {batch}, M {args.m}, backend {jax.default_backend()}, load {load:.1f}: "
+              f"env.afterstates {batch / jax_s:,.0f} sets/s ({jax_s * 1e3:.1f} ms a call, "
+              f"compile {compile_s:.1f} s, {overflow} overflowed; the list alone "
+              f"{batch / list_s:,.0f} sets/s, {list_s * 1e3:.1f} ms); gnubg-nn moves loop "
+              f"{batch / gnubg_s:,.0f} sets/s; ratio {gnubg_s / jax_s:.4f}x", flush=True)
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--batch", type=int, default=1024)
+    p.add_argument("--batch", type=int, nargs="+", default=[64, 1024])
     p.add_argument("--m", type=int, default=256, help="max_afterstates")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--games", type=int, default=30)

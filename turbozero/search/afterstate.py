@@ -133,11 +133,12 @@ class AfterstateValuer:
 
 
 def _afterstates(env, states: State, m: Optional[int]):
-    """`env.afterstates` of a batch of any leading shape."""
-    fn = lambda s: env.afterstates(s, m)  # noqa: E731
-    for _ in range(states.current_player.ndim):
-        fn = jax.vmap(fn)
-    return fn(states)
+    """`env.afterstates` of a batch of any leading shape, through one vmap over the flattened
+    batch (an env may pool work across that axis: backgammon lists all doubles together)."""
+    shape = states.current_player.shape
+    flat = jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[len(shape):]), states)
+    out = jax.vmap(lambda s: env.afterstates(s, m))(flat)
+    return jax.tree_util.tree_map(lambda x: x.reshape(shape + x.shape[1:]), out)
 
 
 def _probs(env, after: State) -> jax.Array:
