@@ -1,21 +1,29 @@
 """Every distinct result of a complete backgammon move, as static-size jax arrays.
 
 A complete move plays as many of the dice left as the rules allow (`rules`' docstring), one
-checker at a time. The enumeration grows the set of distinct positions die by die:
+checker at a time. Two paths (docs/backgammon.md, "Complete moves"; issue 43):
 
-    level 0: the position itself
-    level k: every legal single-checker move from every level k-1 position, duplicates merged
+* `two_dice_moves`, at most two dice left (every non-double roll): (first source, die) then
+  (second source, the other die) for both orders, merged on one exact uint32 key per candidate
+  (net sources, net destinations, blots hit), one plain sort.
+* `doubles_moves`, three or four of one value left: the set of distinct positions grown die by
+  die (level k: every legal move of the die from every level k-1 position, far-to-near so each
+  result is made once), the deepest non-empty level kept, merged on the board.
 
-A level's positions are kept at a static capacity (`level_sizes`); levels 1 and 2 are exact for
-every roll (30 and 30 * 15 slots suffice by construction), levels 3 and 4 exist only for doubles
-and hold `max_afterstates` slots (an overflow is reported). The answer is the deepest non-empty
-level (as many dice as possible); when that depth is 1 for a roll of two different dice, only
-moves of the larger die are kept if there are any (the forced-move rule). A move that bears
-off the last checker counts the dice it used, like any other (as in gnubg's move generator).
+`complete_moves` picks the path per state; under `vmap` it runs the two-dice path for the whole
+batch and gathers only the doubles for theirs (`_pooled`, through `custom_vmap`), first with
+small levels, then at M for those that did not fit. `level_moves` is the former single path
+(every roll grown level by level), kept as a reference for the tests.
 
-Duplicates are found exactly: each position packs into five uint32 words (the mover's checkers
-per point, bar and off, 4 bits each; which opponent points are still occupied, 24 bits; the
-dice left), the candidates are sorted on them and the first of each run is kept.
+A level's positions are kept at a static capacity; levels 1 and 2 are exact for every roll
+(15 and 15 * 15 slots suffice for one die value), levels 3 and 4 hold `max_afterstates` slots
+(an overflow is reported). A move that bears off the last checker counts the dice it used,
+like any other (as in gnubg's move generator).
+
+Duplicates of the level path are found exactly: each position packs into five uint32 words
+(the mover's checkers per point, bar and off, 4 bits each; which opponent points are still
+occupied, 24 bits; the dice left), the candidates are sorted on them and the first of each run
+is kept.
 
 Sizes: a position has at most 15 occupied sources, so one die value gives at most 15 legal
 single-checker moves, and two values at most 30 (`Backgammon.max_legal_actions`).

@@ -169,3 +169,127 @@ def test_boundary():
     assert int(blocked.valid.sum()) == 1
     assert int(blocked.actions[0, 0]) == rules.PASS_ACTION
     assert bool(blocked.states.is_chance[0])
+
+
+# ---------------------------------------------------------------- a plain-Python reference
+def _py_rows(b, die):
+    """Move rows (0 the bar, 1..24 points 0..23) a checker can take with `die`."""
+    if b[rules.BAR] > 0:
+        return [0] if b[24 - die] >= -1 else []
+    home = all(b[i] <= 0 for i in range(6, 24))
+    highest = max((i for i in range(24) if b[i] > 0), default=-1)
+    rows = []
+    for i in range(24):
+        if b[i] > 0:
+            d = i - die
+            if (d >= 0 and b[d] >= -1) or (d < 0 and home and (d == -1 or i == highest)):
+                rows.append(i + 1)
+    return rows
+
+
+def _py_apply(b, row, die):
+    b = list(b)
+    if row == 0:
+        b[rules.BAR] -= 1
+        d = 24 - die
+    else:
+        b[row - 1] -= 1
+        d = row - 1 - die
+    if d < 0:
+        b[rules.OFF] += 1
+    else:
+        if b[d] == -1:
+            b[d] = 0
+            b[rules.OPP_BAR] -= 1
+        b[d] += 1
+    return tuple(b)
+
+
+def _py_complete(board, dice):
+    """{(result board, dice left)} of every complete move: depth first over single checker
+    moves, the most dice played, and of two different dice with one playable, the larger."""
+    ends, seen = {}, set()
+
+    def rec(b, left, first):
+        if (b, left, first) in seen:
+            return
+        seen.add((b, left, first))
+        moved = False
+        for die in set(left):
+            for row in _py_rows(b, die):
+                moved = True
+                rest = list(left)
+                rest.remove(die)
+                rec(_py_apply(b, row, die), tuple(sorted(rest)), first or die)
+        if not moved:
+            ends.setdefault(len(dice) - len(left), set()).add((b, left, first))
+
+    rec(tuple(int(x) for x in board), tuple(sorted(dice)), 0)
+    most = max(ends)
+    found = ends[most]
+    if most == 1 and len(set(dice)) == 2 and any(f == max(dice) for _, _, f in found):
+        found = {e for e in found if e[2] == max(dice)}
+    return {(b, left) for b, left, _ in found}
+
+
+def _dice_cases():
+    """Every roll, and the rest of a turn: 3, 2 or 1 dice of a double, 1 of two dice."""
+    out = [[a, b] * (2 if a == b else 1) for a, b in rules.ROLLS]
+    out += [[a] * k for a in range(1, 7) for k in (1, 2, 3)]
+    out += [[a] for a in range(1, 7)]  # one die left of two
+    return out
+
+
+def test_complete_moves_equal_a_plain_python_search():
+    """`complete_moves` (batched: doubles pooled, small levels retried at M; and one state at
+    a time) against a plain-Python depth-first search, mid-turn states included."""
+    from envs.backgammon import afterstates as afterstates_lib
+
+    m = EXACT_M
+    gboards = _positions(8, 21)
+    cases = [(notation.gnubg_to_board(g), d) for g in gboards for d in _dice_cases()]
+    boards = np.stack([b for b, _ in cases])
+    rem = np.stack([np.bincount(np.asarray(d) - 1, minlength=6) for _, d in cases])
+    live = np.ones(len(cases), bool)
+    live[::17] = False  # a chance or finished state: nothing listed
+    batched = jax.jit(jax.vmap(lambda b, r, v: afterstates_lib.complete_moves(b, r, v, m)))
+    level, over = batched(boards, rem, live)
+    single = jax.jit(lambda b, r, v: afterstates_lib.complete_moves(b, r, v, m))
+    valid, got_b, got_r = (np.asarray(x) for x in (level.valid, level.board, level.remaining))
+    assert not np.asarray(over).any()
+    big = 0
+    for i, (b, d) in enumerate(cases):
+        mine = {(tuple(got_b[i, j]), tuple(np.repeat(np.arange(1, 7), got_r[i, j])))
+                for j in np.flatnonzero(valid[i])}
+        if not live[i]:
+            assert not mine
+            continue
+        ref = _py_complete(b, d)
+        if ref == {(tuple(int(x) for x in b), tuple(sorted(d)))} and not any(
+                _py_rows(b, x) for x in set(d)):
+            assert mine == ref and int(level.actions[i, 0, 0]) == rules.PASS_ACTION
+            continue
+        assert mine == ref and valid[i].sum() == len(ref), (notation.encode_position_id(
+            gboards[i // len(_dice_cases())]), d)
+        big += len(ref) > afterstates_lib.SMALL_LEVELS
+        if i % 9 == 0:  # one state alone (no vmap: the two-dice or the doubles branch)
+            one, _ = single(boards[i], rem[i], live[i])
+            np.testing.assert_array_equal(np.asarray(one.valid), valid[i])
+            np.testing.assert_array_equal(np.asarray(one.board)[valid[i]], got_b[i][valid[i]])
+    assert big > 5  # some states went through the retry at M
+
+
+@pytest.mark.slow  # two more compiles of the whole listing (~1-2 min on 2 loaded cores)
+def test_nested_batches_list_what_one_batch_lists():
+    """search/afterstate lists a [B, K] batch through one vmap over B * K states."""
+    from turbozero.search.afterstate import _afterstates
+
+    gboards = _positions(6, 8)
+    states = jax.vmap(ENV._decision_state)(
+        jnp.asarray(np.repeat(np.stack([notation.gnubg_to_board(g) for g in gboards]), 4, 0)),
+        jnp.asarray(np.tile([0, 5, 6, 20], 6)), jnp.zeros(24, jnp.int32))  # doubles and not
+    flat = jax.jit(lambda s: _afterstates(ENV, s, 64))(states)
+    nested = jax.jit(lambda s: _afterstates(ENV, s, 64))(
+        jax.tree_util.tree_map(lambda x: x.reshape((6, 4) + x.shape[1:]), states))
+    for a, b in zip(jax.tree_util.tree_leaves(flat), jax.tree_util.tree_leaves(nested)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b).reshape(a.shape))
