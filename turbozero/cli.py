@@ -53,6 +53,22 @@ def check_opponents(game: str, opponents: Sequence[str]) -> None:
                              f"{referees[opp].install}") from None
 
 
+def check_duplicate(game: str, opponents: Sequence[str], games: int,
+                    duplicate: Optional[bool] = None) -> None:
+    """Fail before any training or compiling where duplicate games cannot be played: an
+    opponent that plays them by default (`Opponent.duplicate`, gnubg) needs an even number of
+    games unless `duplicate` is False; `duplicate` given for an opponent without them."""
+    pairs = {o.name for o in game_spec(game).opponents if o.duplicate}
+    for opp in opponents:
+        if duplicate is not None and opp not in pairs:
+            raise ValueError(f"--no-duplicate: the {opp} opponent plays no duplicate games "
+                             f"(those that do: {', '.join(sorted(pairs)) or 'none'})")
+        if opp in pairs and duplicate is not False and (games < 2 or games % 2):
+            raise ValueError(f"{opp} plays duplicate games, which come in pairs: {games} games "
+                             "is odd; give an even number of games, or --no-duplicate "
+                             "(`turbozero eval`) for independent games")
+
+
 def skipped_opponent_notes(args: argparse.Namespace, preset: str) -> list[str]:
     """One line for each opponent the preset evaluates against only where its package is
     installed (`presets.missing_opponents`) that this run leaves out; none when the run's
@@ -133,6 +149,8 @@ def _train(args: argparse.Namespace) -> int:
 def _train_run(args: argparse.Namespace, primary: bool) -> int:
     config = train_config(args)
     check_opponents(config.game, config.eval_opponents)
+    if config.eval_every:
+        check_duplicate(config.game, config.eval_opponents, config.eval_games)
     preset = args.preset or DEFAULT_PRESET
     notes = skipped_opponent_notes(args, preset)
     run_dir = args.run_dir or os.path.join(
@@ -211,6 +229,8 @@ def _eval(args: argparse.Namespace) -> int:
     # --set (e.g. a larger evaluation search) is seen by this evaluation only
     config = evaluation_config(args.run_dir, args.games, args.set or ())
     check_opponents(config.game, [args.opponent])
+    duplicate = False if args.no_duplicate else None  # None: the opponent's default
+    check_duplicate(config.game, [args.opponent], config.eval_games, duplicate)
     trainer = Trainer(config)  # no run directory: evaluating reads the run, never writes it
     # the network only: a run saved by another version (other replay fields) still evaluates
     trainer.state, _ = load_checkpoint(args.run_dir, trainer.state, restore_network)
@@ -226,7 +246,7 @@ def _eval(args: argparse.Namespace) -> int:
         bar.set_postfix_str(f"move {steps}")
 
     try:
-        result = trainer.evaluate(args.opponent, progress=progress)
+        result = trainer.evaluate(args.opponent, progress=progress, duplicate=duplicate)
     finally:
         bar.close()
     if args.json:
@@ -320,6 +340,10 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override a field of the run's config for this evaluation only, e.g. "
                         "eval_search.num_simulations=512 (the run directory is not changed)")
+    e.add_argument("--no-duplicate", action="store_true",
+                   help="gnubg: independent games (default: duplicate games, each dice sequence "
+                        "played twice with the seats swapped, the standard error taken over the "
+                        "pairs; docs/learning.md, 'Duplicate games')")
     e.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     e.add_argument("--no-progress", action="store_true",
                    help="no progress bar of the games (shown on a terminal only)")
