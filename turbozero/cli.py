@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import json
 import os
 import shlex
@@ -263,6 +264,31 @@ def _play(args: argparse.Namespace) -> int:
                      first=first)
 
 
+def _error_rate(args: argparse.Namespace) -> int:
+    game = load_run_config(args.run_dir).game
+    path = game_spec(game).error_rate
+    if not path:
+        judged = sorted(g for g, spec in GAMES.items() if spec.error_rate)
+        raise ValueError(f"{args.run_dir} is a run of {game}, which has no error-rate analysis "
+                         f"(games with one: {', '.join(judged)})")
+    module, _, attr = path.partition(":")
+    report_fn = getattr(importlib.import_module(module), attr)
+    bar = report.tqdm_class()(total=args.positions, unit="position", leave=False,
+                              desc="judging", disable=True if args.no_progress else None)
+
+    def progress(done: int, total: int) -> None:
+        bar.update(done - bar.n)
+
+    try:
+        text = report_fn(args.run_dir, positions=args.positions, seed=args.seed,
+                         judge_plies=args.judge_plies, plies=args.plies, as_json=args.json,
+                         cache=not args.no_cache, progress=progress)
+    finally:
+        bar.close()
+    print(text)
+    return 0
+
+
 def _notes(title: str, notes: dict) -> str:
     """A help section: one wrapped paragraph per note."""
     return title + "\n" + "\n".join(
@@ -363,6 +389,28 @@ def build_parser() -> argparse.ArgumentParser:
     y_first.add_argument("--agent-first", action="store_true",
                          help="the agent plays the opening roll (default: the roll decides)")
     y.set_defaults(func=_play)
+    r = sub.add_parser("error-rate", help="a run's error rate judged by gnubg (backgammon)",
+                       description="The mean equity a run's complete-move player loses per "
+                       "decision (x1000), judged by gnubg at --judge-plies on a fixed, seeded "
+                       "set of positions from gnubg self-play, split contact / race, beside "
+                       "gnubg 0-ply, PubEval and a random player on the same positions "
+                       "(docs/learning.md, 'Error rate judged by gnubg').")
+    r.add_argument("run_dir", metavar="RUN_DIR")
+    r.add_argument("--positions", type=int, default=500,
+                   help="decisions in the set (default 500; the set is the same for the same "
+                        "--positions and --seed)")
+    r.add_argument("--seed", type=int, default=0, help="the position set's seed (default 0)")
+    r.add_argument("--judge-plies", type=int, default=2,
+                   help="gnubg's look-ahead when judging, 0-4 (default 2, gnubg's world-class "
+                        "analysis)")
+    r.add_argument("--plies", type=int, choices=(0, 1, 2), default=0,
+                   help="the run's player's look-ahead over the dice (default 0)")
+    r.add_argument("--json", action="store_true", help="print one JSON object")
+    r.add_argument("--no-cache", action="store_true",
+                   help="judge every position again (default: gnubg's judgments are kept in "
+                        "~/.cache/turbozero-error-rate and reused)")
+    r.add_argument("--no-progress", action="store_true", help="no progress bar")
+    r.set_defaults(func=_error_rate)
     p = sub.add_parser("presets", help="list the presets of a game: sizes and times")
     p.add_argument("game", metavar="GAME", help="one of: " + ", ".join(games))
     p.set_defaults(func=_presets)

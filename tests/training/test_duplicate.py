@@ -103,6 +103,7 @@ def test_standard_error_is_taken_over_the_pairs():
     assert alone["mean_return"] == pytest.approx(-1 / 3)
     assert alone["mean_return_se"] == pytest.approx(np.std(own, ddof=1) / 6 ** 0.5)
     assert alone["mean_return_se"] == pytest.approx(2 / 3)  # twice the pairs' SE
+    assert out["mean_return_se_unpaired"] == pytest.approx(2 / 3)  # said beside it
     # a pair with an unfinished game is left out of the points, its finished game still counts
     finished = np.array([True, True, True, False, True, True])
     part = duplicate_summary(finished, own, 99)

@@ -51,6 +51,10 @@ class GameSpec:
     # "module:attribute" of the game's complete-move text for `turbozero play` (a person
     # against a run's agent; turbozero.play.MoveText); "" where the game has none
     move_text: str = ""
+    # "module:attribute" of the game's error-rate analysis for `turbozero error-rate`
+    # (`report(run_dir, positions=, seed=, judge_plies=, plies=, as_json=, cache=, progress=)`
+    # -> text); "" where the game has none
+    error_rate: str = ""
 
     @property
     def referees(self) -> tuple:

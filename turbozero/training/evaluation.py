@@ -328,13 +328,20 @@ def duplicate_summary(finished: np.ndarray, own: np.ndarray, steps: int
     standard error comes from the pairs' means: SE = sd(pair means, ddof 1) / sqrt(pairs).
     Only complete pairs (both games finished) count in `mean_return` and its SE: a pair with
     an unfinished game is left out of the points (its finished game still counts in the
-    wins / draws / losses). `pairs` is the number of complete pairs."""
+    wins / draws / losses). `pairs` is the number of complete pairs.
+
+    `mean_return_se_unpaired` is the standard error the same games give taken one by one
+    (sd over the games / sqrt(games)): each game alone is distributed as an independent game
+    is, so this estimates the SE of as many independent games, and its ratio to
+    `mean_return_se` is the variance reduction the pairing bought in this match."""
     finished, own = np.asarray(finished, bool), np.asarray(own, np.float64)
     out = match_summary(match_counts(finished, own, steps))
     both = finished[0::2] & finished[1::2]
     means = ((own[0::2] + own[1::2]) / 2)[both]
     out["pairs"] = int(both.sum())
     out["mean_return"], out["mean_return_se"] = mean_and_se(means)
+    games = np.stack([own[0::2], own[1::2]], axis=1)[both].ravel()
+    out["mean_return_se_unpaired"] = mean_and_se(games)[1]
     return out
 
 

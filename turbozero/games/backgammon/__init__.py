@@ -20,4 +20,5 @@ SPEC = GameSpec("backgammon", FourWayValue(), "mlp", "4-way conditional value he
                 (Opponent("gnubg", "gnubg = GNU Backgammon at 0-ply (its neural net, "
                           "no lookahead)", match=_gnubg_match, module="gnubg",
                           install='pip install -e ".[backgammon]"', duplicate=True),),
-                move_text="envs.backgammon.moves_text:MOVE_TEXT")
+                move_text="envs.backgammon.moves_text:MOVE_TEXT",
+                error_rate="turbozero.games.backgammon.error_rate:report")
