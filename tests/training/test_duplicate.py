@@ -124,6 +124,14 @@ def test_points_per_game_are_printed_with_their_standard_error():
     assert any(line.startswith("gnubg: 3 duplicate pairs") for line in table)
 
 
+def test_independent_games_print_their_points_too():
+    # the example of docs/training.md: 12 wins, a draw and 3 losses of 16
+    own = np.array([1.0] * 12 + [0.0] + [-1.0] * 3)
+    line = report.format_match("random", match_summary(match_counts(np.ones(16, bool), own, 9)))
+    assert line == ("random: won 12 / drew 1 / lost 3 of 16 finished (0 unfinished), win rate "
+                    "0.750, points per game +0.562 ± 0.203")
+
+
 def test_cli_refuses_odd_duplicate_matches_and_stray_flags():
     cli.check_duplicate("backgammon", ["gnubg"], 32)
     cli.check_duplicate("backgammon", ["gnubg"], 7, duplicate=False)  # independent: any count

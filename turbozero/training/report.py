@@ -38,7 +38,8 @@ COLUMNS = {
                    "(+1 a win, -1 a loss; a game scoring by degree counts its points, e.g. 2 "
                    "for a gammon; simultaneous games: its score minus the opponent's)",
     "points per game": "the mean return with its standard error (± SE): over the games, or for "
-                       "duplicate games (gnubg's default: each dice sequence played twice, "
+                       "duplicate games (the default of an opponent that plays them, whose "
+                       "line ends '(N duplicate pairs)': each chance sequence played twice, "
                        "seats swapped) over the pairs",
 }
 
