@@ -55,7 +55,9 @@ def check_opponents(game: str, opponents: Sequence[str]) -> None:
 
 
 def check_duplicate(game: str, opponents: Sequence[str], games: int,
-                    duplicate: Optional[bool] = None) -> None:
+                    duplicate: Optional[bool] = None,
+                    fix: str = "--games N with N even, or --no-duplicate for independent "
+                               "games") -> None:
     """Fail before any training or compiling where duplicate games cannot be played: an
     opponent that plays them by default (`Opponent.duplicate`, gnubg) needs an even number of
     games unless `duplicate` is False; `duplicate` given for an opponent without them."""
@@ -65,9 +67,8 @@ def check_duplicate(game: str, opponents: Sequence[str], games: int,
             raise ValueError(f"--no-duplicate: the {opp} opponent plays no duplicate games "
                              f"(those that do: {', '.join(sorted(pairs)) or 'none'})")
         if opp in pairs and duplicate is not False and (games < 2 or games % 2):
-            raise ValueError(f"{opp} plays duplicate games, which come in pairs: {games} games "
-                             "is odd; give an even number of games, or --no-duplicate "
-                             "(`turbozero eval`) for independent games")
+            raise ValueError(f"{opp} plays duplicate games, which come in pairs: {games} "
+                             f"games cannot be paired; give {fix}")
 
 
 def skipped_opponent_notes(args: argparse.Namespace, preset: str) -> list[str]:
@@ -151,7 +152,8 @@ def _train_run(args: argparse.Namespace, primary: bool) -> int:
     config = train_config(args)
     check_opponents(config.game, config.eval_opponents)
     if config.eval_every:
-        check_duplicate(config.game, config.eval_opponents, config.eval_games)
+        check_duplicate(config.game, config.eval_opponents, config.eval_games,
+                        fix="--set eval_games=N with N even")
     preset = args.preset or DEFAULT_PRESET
     notes = skipped_opponent_notes(args, preset)
     run_dir = args.run_dir or os.path.join(

@@ -136,8 +136,14 @@ def test_cli_refuses_odd_duplicate_matches_and_stray_flags():
     cli.check_duplicate("backgammon", ["gnubg"], 32)
     cli.check_duplicate("backgammon", ["gnubg"], 7, duplicate=False)  # independent: any count
     cli.check_duplicate("backgammon", ["random"], 7)
-    with pytest.raises(ValueError, match="7 games is odd.*--no-duplicate"):
+    with pytest.raises(ValueError, match="7 games cannot be paired; give --games N with N "
+                       "even, or --no-duplicate"):
         cli.check_duplicate("backgammon", ["gnubg"], 7)
+    # turbozero train refuses before building anything, naming the setting
+    with pytest.raises(ValueError, match="5 games cannot be paired; give --set eval_games=N"):
+        cli._train_run(cli.build_parser().parse_args(
+            ["train", "backgammon", "--set", "eval_games=5", "--set",
+             "eval_opponents=random,gnubg", "--run-dir", "/nonexistent/never"]), True)
     with pytest.raises(ValueError, match="the random opponent plays no duplicate games"):
         cli.check_duplicate("backgammon", ["random"], 8, duplicate=False)
     args = cli.build_parser().parse_args(["eval", "runs/bg", "--opponent", "gnubg",
