@@ -4,6 +4,8 @@ the same dice with the seats swapped, and points per game carry a standard error
 
 from __future__ import annotations
 
+import importlib.util
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -139,13 +141,17 @@ def test_cli_refuses_odd_duplicate_matches_and_stray_flags():
     with pytest.raises(ValueError, match="7 games cannot be paired; give --games N with N "
                        "even, or --no-duplicate"):
         cli.check_duplicate("backgammon", ["gnubg"], 7)
-    # turbozero train refuses before building anything, naming the setting
-    with pytest.raises(ValueError, match="5 games cannot be paired; give --set eval_games=N"):
-        cli._train_run(cli.build_parser().parse_args(
-            ["train", "backgammon", "--set", "eval_games=5", "--set",
-             "eval_opponents=random,gnubg", "--run-dir", "/nonexistent/never"]), True)
     with pytest.raises(ValueError, match="the random opponent plays no duplicate games"):
         cli.check_duplicate("backgammon", ["random"], 8, duplicate=False)
     args = cli.build_parser().parse_args(["eval", "runs/bg", "--opponent", "gnubg",
                                           "--no-duplicate"])
     assert args.no_duplicate
+
+
+@pytest.mark.skipif(importlib.util.find_spec("gnubg") is None,
+                    reason='gnubg is not installed: pip install -e ".[backgammon]"')
+def test_train_refuses_an_odd_gnubg_evaluation_before_building_anything():
+    with pytest.raises(ValueError, match="5 games cannot be paired; give --set eval_games=N"):
+        cli._train_run(cli.build_parser().parse_args(
+            ["train", "backgammon", "--set", "eval_games=5", "--set",
+             "eval_opponents=random,gnubg", "--run-dir", "/nonexistent/never"]), True)
