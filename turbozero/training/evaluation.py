@@ -241,7 +241,9 @@ def play_outside_match(env: Env, agent: Callable, variables: Any, key: jax.Array
     chance, the agent in seat 0 in one and seat 1 in the other: the same start (one `init`
     key) and the same outcome at each of the game's chance events, counted from its start
     (`duplicate_chance_step`), so each dice sequence is played twice with the seats swapped
-    and the luck of the dice largely cancels within the pair (`duplicate_summary`)."""
+    (`duplicate_summary` takes the SE over the pairs). Measured on backgammon against gnubg
+    the two games of a pair are uncorrelated, so the SE is no smaller than independent
+    games' (docs/learning.md, "Duplicate games")."""
     if duplicate:
         _check_duplicate(env, num_games)
         step = _duplicate_step(env)
