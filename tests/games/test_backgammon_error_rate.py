@@ -171,3 +171,31 @@ def test_run_player_results_are_gnubgs_boards():
             agent.slot = int(slot)
             seen.add(play(d, results))
         assert seen == set(results)
+
+
+@needs_gnubg
+def test_cli_reports_a_runs_error_rate_beside_the_references(tmp_path, capsys):
+    """`turbozero error-rate RUN --json` end to end on a saved td-preset run (untrained: the
+    figures are not the point, the report is): every player judged on the same decisions,
+    gnubg 0-ply without error under a 0-ply judge, the position set's phase counts."""
+    from turbozero.presets import get_preset
+    from turbozero.training import Trainer
+    from turbozero.training.run_config import with_overrides
+
+    small = {"num_envs": 2, "replay_capacity": 4, "collect_steps": 2, "train_steps": 1,
+             "batch_size": 2, "eval_every": 0, "eval_opponents": ()}
+    trainer = Trainer(with_overrides(get_preset("backgammon", "td"), small), str(tmp_path / "td"))
+    trainer.run_dir.save(0, trainer.state)
+    trainer.run_dir.close()
+    argv = ["error-rate", str(tmp_path / "td"), "--positions", "6", "--judge-plies", "0",
+            "--no-cache", "--json", "--no-progress"]
+    assert cli.main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    rates = out["error_rate"]
+    assert set(rates) == {"run, iteration 0, 0-ply", "gnubg 0-ply", "pubeval", "random"}
+    phases = [d.phase for d in er.self_play_decisions(6, 0)]
+    for by_phase in rates.values():
+        assert by_phase["all"]["decisions"] == 6
+        assert by_phase["contact"]["decisions"] == phases.count(er.CONTACT)
+    assert rates["gnubg 0-ply"]["all"]["rate"] == pytest.approx(0.0, abs=1e-3)
+    assert rates["random"]["all"]["rate"] > 0
