@@ -135,10 +135,14 @@ def test_a_whole_game_to_its_end(agent):
                      write=out.append) == 0
     text = "\n".join(out)
     assert out[0].startswith("turbozero play: you are player ")
-    assert re.search(r"^hint: \S.* \(equity [+-]\d\.\d{3} for you, 0 plies\)$", text, re.M)
+    assert re.search(r"^hint \(0 plies, equity for you\): 1\. \S.* [+-]\d\.\d{3}(; \d\. .*)?$",
+                     text, re.M)
     assert text.count("you play ") > 5 and text.count("agent rolls ") > 5
-    assert re.search(r"^agent rolls \d-\d and plays \S.* \(numbered from its side\); its "
-                     r"equity [+-]\d\.\d{3} \(0 plies\)$", text, re.M)
+    played = re.findall(r"^agent rolls \d-\d and plays (\S.*) \(from your side; (\S.*) from "
+                        r"its own\); its equity [+-]\d\.\d{3} \(0 plies\)$", text, re.M)
+    assert len(played) > 5
+    for yours, its in played:  # the same move, each point n of one side 25 - n of the other
+        assert MOVE_TEXT.mirror(its) == yours and MOVE_TEXT.mirror(yours) == its
     end = out[-1]
     m = re.fullmatch(r"game over: (you win|the agent wins) a (single game|gammon|backgammon), "
                      r"([+-]\d) points for you", end)
@@ -172,6 +176,49 @@ def test_no_legal_move_and_a_forced_one_are_played_without_asking(agent):
     out.clear()
     _human_turn(agent, MOVE_TEXT, state, never, out.append)
     assert out[-1] == "you roll 5-1: your only legal move is bar/24, played for you"
+
+
+def test_hint_lists_the_best_moves_with_their_equities(agent):
+    """`hint`: the best few complete moves, best first, the first the agent's own 0-ply choice
+    (`hint 1`, the same candidates valued by the average over the opponent's 21 rolls of minus
+    its best 0-ply reply, is checked roll by roll in the slow test below)."""
+    from turbozero.play import HINT_MOVES, _hint
+
+    state = agent.init(jax.random.PRNGKey(4))
+    moves, slots, values = agent.rank(state, 0)
+    slots, values = np.asarray(slots), np.asarray(values)
+    _, chosen, value = agent.list_moves(state)
+    assert int(slots[0]) == int(chosen) and float(values[0]) == pytest.approx(float(value))
+    assert len(slots) == HINT_MOVES and np.all(np.diff(values) <= 0)
+    line = _hint(agent, MOVE_TEXT, state, "hint")
+    actions = np.asarray(moves.actions)
+    assert line == "hint (0 plies, equity for you): " + "; ".join(
+        f"{i + 1}. {MOVE_TEXT.describe(state, actions[int(k)])} {float(v):+.3f}"
+        for i, (k, v) in enumerate(zip(slots, values)))
+    assert _hint(agent, MOVE_TEXT, state, "hint 2").startswith("not a hint: 'hint 2'")
+
+
+@pytest.mark.slow  # compiling the 1-ply ranking: ~40 s on 2 loaded cores
+def test_hint_at_one_ply_averages_the_opponents_replies(agent):
+    from turbozero.play import _hint
+
+    state = agent.init(jax.random.PRNGKey(4))
+    _, slots, _ = agent.rank(state, 0)
+    slots = np.asarray(slots)
+    # 1 ply, by hand for the best of them
+    moves1, slots1, values1 = agent.rank(state, 1)
+    assert set(np.asarray(slots1).tolist()) == set(slots.tolist())
+    k = int(np.asarray(slots1)[0])
+    after = jax.tree_util.tree_map(lambda x: x[k], moves1.states)
+    probs = np.asarray(agent.outcome_probs(after))
+    expected = 0.0
+    for o in np.flatnonzero(probs):
+        rolled = agent.roll(after, int(o))
+        _, _, reply = agent.rank(rolled, 0)
+        expected += probs[o] * -float(np.asarray(reply)[0])
+    assert float(np.asarray(values1)[0]) == pytest.approx(expected, abs=1e-5)
+    assert np.all(np.diff(np.asarray(values1)) <= 0)
+    assert _hint(agent, MOVE_TEXT, state, "hint 1").startswith("hint (1 plies, equity for you)")
 
 
 @pytest.mark.slow

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import json
 import os
 import shlex
@@ -51,6 +52,23 @@ def check_opponents(game: str, opponents: Sequence[str]) -> None:
         except ImportError:
             raise ValueError(f"the {opp} opponent needs the {referees[opp].module} package: "
                              f"{referees[opp].install}") from None
+
+
+def check_duplicate(game: str, opponents: Sequence[str], games: int,
+                    duplicate: Optional[bool] = None,
+                    fix: str = "--games N with N even, or --no-duplicate for independent "
+                               "games") -> None:
+    """Fail before any training or compiling where duplicate games cannot be played: an
+    opponent that plays them by default (`Opponent.duplicate`, gnubg) needs an even number of
+    games unless `duplicate` is False; `duplicate` given for an opponent without them."""
+    pairs = {o.name for o in game_spec(game).opponents if o.duplicate}
+    for opp in opponents:
+        if duplicate is not None and opp not in pairs:
+            raise ValueError(f"--no-duplicate: the {opp} opponent plays no duplicate games "
+                             f"(those that do: {', '.join(sorted(pairs)) or 'none'})")
+        if opp in pairs and duplicate is not False and (games < 2 or games % 2):
+            raise ValueError(f"{opp} plays duplicate games, which come in pairs: {games} "
+                             f"games cannot be paired; give {fix}")
 
 
 def skipped_opponent_notes(args: argparse.Namespace, preset: str) -> list[str]:
@@ -133,6 +151,9 @@ def _train(args: argparse.Namespace) -> int:
 def _train_run(args: argparse.Namespace, primary: bool) -> int:
     config = train_config(args)
     check_opponents(config.game, config.eval_opponents)
+    if config.eval_every:
+        check_duplicate(config.game, config.eval_opponents, config.eval_games,
+                        fix="--set eval_games=N with N even")
     preset = args.preset or DEFAULT_PRESET
     notes = skipped_opponent_notes(args, preset)
     run_dir = args.run_dir or os.path.join(
@@ -211,6 +232,8 @@ def _eval(args: argparse.Namespace) -> int:
     # --set (e.g. a larger evaluation search) is seen by this evaluation only
     config = evaluation_config(args.run_dir, args.games, args.set or ())
     check_opponents(config.game, [args.opponent])
+    duplicate = False if args.no_duplicate else None  # None: the opponent's default
+    check_duplicate(config.game, [args.opponent], config.eval_games, duplicate)
     trainer = Trainer(config)  # no run directory: evaluating reads the run, never writes it
     # the network only: a run saved by another version (other replay fields) still evaluates
     trainer.state, _ = load_checkpoint(args.run_dir, trainer.state, restore_network)
@@ -226,7 +249,7 @@ def _eval(args: argparse.Namespace) -> int:
         bar.set_postfix_str(f"move {steps}")
 
     try:
-        result = trainer.evaluate(args.opponent, progress=progress)
+        result = trainer.evaluate(args.opponent, progress=progress, duplicate=duplicate)
     finally:
         bar.close()
     if args.json:
@@ -241,6 +264,31 @@ def _play(args: argparse.Namespace) -> int:
     first = "human" if args.human_first else "agent" if args.agent_first else None
     return play_game(load_agent(args.game, args.run_dir, args.plies), text, seed=args.seed,
                      first=first)
+
+
+def _error_rate(args: argparse.Namespace) -> int:
+    game = load_run_config(args.run_dir).game
+    path = game_spec(game).error_rate
+    if not path:
+        judged = sorted(g for g, spec in GAMES.items() if spec.error_rate)
+        raise ValueError(f"{args.run_dir} is a run of {game}, which has no error-rate analysis "
+                         f"(games with one: {', '.join(judged)})")
+    module, _, attr = path.partition(":")
+    report_fn = getattr(importlib.import_module(module), attr)
+    bar = report.tqdm_class()(total=args.positions, unit="position", leave=False,
+                              desc="judging", disable=True if args.no_progress else None)
+
+    def progress(done: int, total: int) -> None:
+        bar.update(done - bar.n)
+
+    try:
+        text = report_fn(args.run_dir, positions=args.positions, seed=args.seed,
+                         judge_plies=args.judge_plies, plies=args.plies, as_json=args.json,
+                         cache=not args.no_cache, progress=progress)
+    finally:
+        bar.close()
+    print(text)
+    return 0
 
 
 def _notes(title: str, notes: dict) -> str:
@@ -320,6 +368,10 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override a field of the run's config for this evaluation only, e.g. "
                         "eval_search.num_simulations=512 (the run directory is not changed)")
+    e.add_argument("--no-duplicate", action="store_true",
+                   help="gnubg: independent games (default: duplicate games, each dice sequence "
+                        "played twice with the seats swapped, the standard error taken over the "
+                        "pairs; docs/learning.md, 'Duplicate games')")
     e.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     e.add_argument("--no-progress", action="store_true",
                    help="no progress bar of the games (shown on a terminal only)")
@@ -339,6 +391,28 @@ def build_parser() -> argparse.ArgumentParser:
     y_first.add_argument("--agent-first", action="store_true",
                          help="the agent plays the opening roll (default: the roll decides)")
     y.set_defaults(func=_play)
+    r = sub.add_parser("error-rate", help="a run's error rate judged by gnubg (backgammon)",
+                       description="The mean equity a run's complete-move player loses per "
+                       "decision (x1000), judged by gnubg at --judge-plies on a fixed, seeded "
+                       "set of positions from gnubg self-play, split contact / race, beside "
+                       "gnubg 0-ply, PubEval and a random player on the same positions "
+                       "(docs/learning.md, 'Error rate judged by gnubg').")
+    r.add_argument("run_dir", metavar="RUN_DIR")
+    r.add_argument("--positions", type=int, default=500,
+                   help="decisions in the set (default 500; the set is the same for the same "
+                        "--positions and --seed)")
+    r.add_argument("--seed", type=int, default=0, help="the position set's seed (default 0)")
+    r.add_argument("--judge-plies", type=int, default=2,
+                   help="gnubg's look-ahead when judging, 0-4 (default 2, gnubg's world-class "
+                        "analysis)")
+    r.add_argument("--plies", type=int, choices=(0, 1, 2), default=0,
+                   help="the run's player's look-ahead over the dice (default 0)")
+    r.add_argument("--json", action="store_true", help="print one JSON object")
+    r.add_argument("--no-cache", action="store_true",
+                   help="judge every position again (default: gnubg's judgments are kept in "
+                        "~/.cache/turbozero-error-rate and reused)")
+    r.add_argument("--no-progress", action="store_true", help="no progress bar")
+    r.set_defaults(func=_error_rate)
     p = sub.add_parser("presets", help="list the presets of a game: sizes and times")
     p.add_argument("game", metavar="GAME", help="one of: " + ", ".join(games))
     p.set_defaults(func=_presets)

@@ -15,15 +15,18 @@ of them or answered with a one-line reason and a new prompt.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import secrets
 from typing import Any, Callable, Optional, Protocol
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from turbozero.games import GAMES, game_spec
-from turbozero.search.afterstate import AfterstatePlayerConfig, check_env, choose_afterstates
+from turbozero.search.afterstate import (AfterstatePlayerConfig, AfterstateValuer, _lookahead,
+                                         check_env, choose_afterstates)
 from turbozero.search.api import NetworkEvaluator
 from turbozero.training import Trainer
 from turbozero.training.checkpoints import load_checkpoint, restore_network
@@ -34,8 +37,11 @@ from turbozero.training.run_config import evaluation_config, with_overrides
 # from at most 15 points: C(18, 4)), below this.
 HUMAN_MAX_AFTERSTATES = 4096
 
-COMMANDS = ("commands: moves (the legal moves), hint (the agent's move for you, 0 plies), "
-            "board, help, quit (or Ctrl-D)")
+COMMANDS = ("commands: moves (the legal moves), hint (the agent's best moves for you with "
+            "their equities, 0 plies; 'hint 1': re-valued at 1 ply), board, help, quit (or "
+            "Ctrl-D)")
+HINT_MOVES = 5  # the moves `hint` lists, best first
+HINT_PLIES = (0, 1)  # 2 plies over the hint's moves need GBs of temporaries on a CPU
 
 
 class MoveText(Protocol):
@@ -64,6 +70,9 @@ class MoveText(Protocol):
     def sort_key(self, move: str) -> Any:
         """Where a move's text goes in the list of legal moves shown to the person."""
 
+    def mirror(self, move: str) -> str:
+        """A move's text (from its mover's side) written from the other player's side."""
+
 
 def move_text_for(game: str) -> MoveText:
     """The game's MoveText (`GameSpec.move_text`, "module:attribute"); ValueError if none."""
@@ -91,6 +100,7 @@ class Agent:
     list_moves: Callable  # state -> (Afterstates [M], chosen slot, value): 0 plies, every move
     choose: Callable  # state -> the same at the agent's plies (list_moves itself at 0 plies)
     roll: Callable  # (state, outcome) -> state
+    rank: Callable  # (state, plies) -> (Afterstates [M], best slots [K], their values [K])
     outcome_probs: Callable  # state -> probabilities of the chance outcomes
     init: Callable  # key -> the first decision state
 
@@ -123,12 +133,40 @@ def load_agent(game: str, run_dir: str, plies: int = 0) -> Agent:
         return lambda s: run(variables, s)
 
     every = chooser(AfterstatePlayerConfig(plies=0, max_afterstates=HUMAN_MAX_AFTERSTATES))
+    rankers = {p: jax.jit(functools.partial(rank_moves, env, evaluator, plies=p))
+               for p in HINT_PLIES}
     # at 0 plies the agent uses the exhaustive list too (one compiled function); deeper, the
     # env's default M keeps the look-ahead's batches small
     choose = every if plies == 0 else chooser(AfterstatePlayerConfig(plies=plies))
     return Agent(env=env, variables=variables, iteration=int(state.iteration), plies=plies,
                  list_moves=every, choose=choose, roll=jax.jit(env.step_chance),
+                 rank=lambda s, p=0: rankers[p](variables, s),
                  outcome_probs=jax.jit(env.chance_outcome_probs), init=jax.jit(env.init))
+
+
+def rank_moves(env, evaluator: NetworkEvaluator, variables, state, plies: int = 0,
+               top: int = HINT_MOVES):
+    """(every complete move of a decision state [M], the slots of the `top` best for the mover
+    int32[K], their values float32[K], best first; -inf past the legal ones). 0 plies: every
+    move valued by the network; 1 ply: the `top` best of those re-valued by averaging over the
+    opponent's rolls (its 0-ply replies), as the 1-ply player values its candidates."""
+    config = AfterstatePlayerConfig(plies=0, max_afterstates=HUMAN_MAX_AFTERSTATES)
+    valuer = AfterstateValuer(env, evaluator, variables, config)
+    moves = env.afterstates(state, HUMAN_MAX_AFTERSTATES)
+    mover = jnp.broadcast_to(state.current_player, moves.valid.shape)
+    q = jnp.where(moves.valid, valuer.afterstate_values(moves.states, mover, mover), -jnp.inf)
+    values, slots = jax.lax.top_k(q, min(top, q.shape[0]))
+    if plies > 0:
+        # the look-ahead lists the opponent's replies with the env's default M, as the
+        # agent's own 1-ply player does
+        deep = AfterstateValuer(env, evaluator, variables, AfterstatePlayerConfig(plies=plies))
+        after = jax.tree_util.tree_map(lambda x: x[slots], moves.states)
+        who = mover[: slots.shape[0]]
+        values = jnp.where(jnp.isfinite(values),
+                           _lookahead(deep, after, who, plies, who), -jnp.inf)
+        order = jnp.argsort(-values)
+        values, slots = values[order], slots[order]
+    return moves, slots, values
 
 
 class _Quit(Exception):
@@ -189,7 +227,7 @@ def play_game(agent: Agent, text: MoveText, *, seed: Optional[int] = None,
 
 
 def _human_turn(agent: Agent, text: MoveText, state, read, write):
-    moves, hint_slot, hint_value = agent.list_moves(state)
+    moves, _, _ = agent.list_moves(state)
     slots, actions, overflow = _legal(moves)
     write("")
     write(text.board(state))
@@ -217,9 +255,8 @@ def _human_turn(agent: Agent, text: MoveText, state, read, write):
             write(f"{len(listed)} legal moves: " + ", ".join(listed)
                   + (" (more exist: the list is cut)" if overflow else ""))
             continue
-        if cmd == "hint":
-            write(f"hint: {text.describe(state, np.asarray(moves.actions)[int(hint_slot)])} "
-                  f"(equity {float(hint_value):+.3f} for you, 0 plies)")
+        if cmd.split()[0] == "hint":
+            write(_hint(agent, text, state, cmd))
             continue
         if cmd == "board":
             write(text.board(state))
@@ -241,6 +278,21 @@ def _human_turn(agent: Agent, text: MoveText, state, read, write):
         return _take(moves.states, int(slots[k]))
 
 
+def _hint(agent: Agent, text: MoveText, state, cmd: str) -> str:
+    """`hint` / `hint 1`: the best few complete moves for the person with their equities."""
+    words = cmd.split()
+    if len(words) > 2 or (len(words) == 2 and words[1] not in {str(p) for p in HINT_PLIES}):
+        return (f"not a hint: '{cmd}'; hint (0 plies) or hint 1 (the best moves re-valued "
+                "at 1 ply)")
+    plies = int(words[1]) if len(words) == 2 else 0
+    moves, slots, values = agent.rank(state, plies)
+    actions = np.asarray(moves.actions)
+    listed = [f"{i + 1}. {text.describe(state, actions[int(k)])} {float(v):+.3f}"
+              for i, (k, v) in enumerate(zip(np.asarray(slots), np.asarray(values)))
+              if np.isfinite(v)]
+    return f"hint ({plies} plies, equity for you): " + "; ".join(listed)
+
+
 def _agent_turn(agent: Agent, text: MoveText, state, write):
     moves, chosen, value = agent.choose(state)
     chosen = int(chosen)
@@ -249,8 +301,8 @@ def _agent_turn(agent: Agent, text: MoveText, state, write):
     if not move:
         write(f"agent rolls {roll}: no legal move")
     else:
-        write(f"agent rolls {roll} and plays {move} (numbered from its side); its equity "
-              f"{float(value):+.3f} ({agent.plies} plies)")
+        write(f"agent rolls {roll} and plays {text.mirror(move)} (from your side; {move} "
+              f"from its own); its equity {float(value):+.3f} ({agent.plies} plies)")
     return _take(moves.states, chosen)
 
 

@@ -327,6 +327,12 @@ class BackgammonMoveText:
     def result(self, points: float) -> str:
         return result_name(points)
 
+    def mirror(self, move: str) -> str:
+        """The move written from the other side: each point n becomes 25 - n (bar and off
+        keep their names: the other player's bar is off its board, as seen from here)."""
+        return re.sub(r"\d+", lambda m: m.group(0) if m.start() and move[m.start() - 1] == "("
+                      else str(25 - int(m.group(0))), move)
+
     def sort_key(self, move: str) -> list[int]:
         """Moves listed as gnubg orders parts: by their points, far to near (bar 25, off 0)."""
         words = re.findall(r"bar|off|\d+", re.sub(r"\(\d\)", "", move))  # not the counts

@@ -97,6 +97,17 @@ def decode_position_id(position_id: str) -> tuple[tuple[int, ...], tuple[int, ..
     return gboard
 
 
+def pip_counts(board) -> tuple[int, int]:
+    """(mover's, opponent's) pip count: the pips each side needs to bear every checker off,
+    each checker counted by its own point number (the bar is 25)."""
+    b = np.asarray(board, dtype=np.int64)
+    points = np.arange(1, 25)
+    mover = int((np.maximum(b[:24], 0) * points).sum() + 25 * b[BAR])
+    # the opponent's own point j + 1 is our index 23 - j: our index i is its point 24 - i
+    opponent = int((np.maximum(-b[:24], 0) * (25 - points)).sum() + 25 * -b[OPP_BAR])
+    return mover, opponent
+
+
 def render_board(board, current_player: int, dice, remaining, is_chance: bool,
                  terminated: bool, rewards) -> str:
     """A readable text diagram, from the player to move's side (X moves 24 -> 1, O 1 -> 24)."""
@@ -115,8 +126,10 @@ def render_board(board, current_player: int, dice, remaining, is_chance: bool,
     lines.append(" " + " ".join(f"{cell(i):>3s}" for i in top))
     lines.append(" " + " ".join(f"{cell(i):>3s}" for i in bot))
     lines.append(" " + " ".join(f"{i + 1:>3d}" for i in bot))
+    x_pips, o_pips = pip_counts(b)
     lines.append(
         f"bar: X {int(b[BAR])}  O {int(-b[OPP_BAR])}    off: X {int(b[OFF])}  O {int(-b[OPP_OFF])}"
+        f"    pips: X {x_pips}  O {o_pips}"
     )
     left = [v + 1 for v in range(6) for _ in range(int(remaining[v]))]
     if terminated:

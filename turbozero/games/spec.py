@@ -22,6 +22,8 @@ class Opponent:
     by `evaluation.play_match`; or `match(env, agent, variables, key, num_games, max_steps)`
     plays the whole evaluation itself (an outside program that cannot run under jit) and
     returns `evaluation.match_summary`. `module` / `install`: the optional package it needs.
+    `duplicate`: its `match` plays duplicate games by default (pairs of games with the same
+    chance, seats swapped) and takes `duplicate=False` for independent games.
     """
 
     name: str  # the `eval_opponents` / `--opponent` name
@@ -30,10 +32,13 @@ class Opponent:
     match: Optional[Callable] = None
     module: Optional[str] = None  # the module it imports, if any
     install: str = ""  # the command that brings that module
+    duplicate: bool = False  # its match plays duplicate pairs by default (`duplicate=` kwarg)
 
     def __post_init__(self) -> None:
         if (self.policy is None) == (self.match is None):
             raise ValueError(f"opponent {self.name!r} needs exactly one of policy or match")
+        if self.duplicate and self.match is None:
+            raise ValueError(f"opponent {self.name!r}: duplicate games need a match")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,6 +51,10 @@ class GameSpec:
     # "module:attribute" of the game's complete-move text for `turbozero play` (a person
     # against a run's agent; turbozero.play.MoveText); "" where the game has none
     move_text: str = ""
+    # "module:attribute" of the game's error-rate analysis for `turbozero error-rate`
+    # (`report(run_dir, positions=, seed=, judge_plies=, plies=, as_json=, cache=, progress=)`
+    # -> text); "" where the game has none
+    error_rate: str = ""
 
     @property
     def referees(self) -> tuple:

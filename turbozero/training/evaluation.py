@@ -218,23 +218,46 @@ class OutsideMatch(NamedTuple):
     seat: np.ndarray  # int[B] the agent's seat in each game
     steps: int
     states: State  # [B] the final states
+    duplicate: bool = False  # games 2k, 2k+1 were a pair with the same chance
 
     def summary(self) -> dict[str, Optional[float]]:
-        """`match_summary` from the agent's side."""
+        """`match_summary` from the agent's side (`duplicate_summary` for a duplicate match)."""
         own = self.returns[np.arange(len(self.seat)), self.seat]
+        if self.duplicate:
+            return duplicate_summary(self.finished, own, self.steps)
         return match_summary(match_counts(self.finished, own, self.steps))
 
 
 def play_outside_match(env: Env, agent: Callable, variables: Any, key: jax.Array,
-                       num_games: int, max_steps: int, opponent: OutsideOpponent) -> OutsideMatch:
+                       num_games: int, max_steps: int, opponent: OutsideOpponent,
+                       duplicate: bool = False) -> OutsideMatch:
     """A Python loop over a batch of games against a player that cannot run under jit; the agent
     is seat `g % num_players` in game g (as `play_match`). `agent(variables, states, key)` is
     called once per step for the whole batch (pass a jitted function kept across matches, or
     every match compiles again); its output is either the actions or anything with an `action`
-    field (handed to `opponent.after_move`)."""
-    step, init = _jitted_batch(env.step), _jitted_batch(env.init)
+    field (handed to `opponent.after_move`).
+
+    `duplicate` (two-player games with chance): games 2k and 2k+1 are a pair that sees the same
+    chance, the agent in seat 0 in one and seat 1 in the other: the same start (one `init`
+    key) and the same outcome at each of the game's chance events, counted from its start
+    (`duplicate_chance_step`), so each dice sequence is played twice with the seats swapped
+    (`duplicate_summary` takes the SE over the pairs). Measured on backgammon against gnubg
+    the two games of a pair are uncorrelated, so the SE is no smaller than independent
+    games' (docs/learning.md, "Duplicate games")."""
+    if duplicate:
+        _check_duplicate(env, num_games)
+        step = _duplicate_step(env)
+    else:
+        step = _jitted_batch(env.step)
+    init = _jitted_batch(env.init)
     k_init, key = jax.random.split(key)
-    states = init(jax.random.split(k_init, num_games))
+    if duplicate:
+        k_chance, key = jax.random.split(key)
+        init_keys, chance_keys = pair_keys(k_init, num_games), pair_keys(k_chance, num_games)
+        chance_count = jnp.zeros(num_games, jnp.int32)
+    else:
+        init_keys = jax.random.split(k_init, num_games)
+    states = init(init_keys)
     seat = np.arange(num_games) % env.num_players
     returns = np.zeros((num_games, env.num_players))
     steps = 0
@@ -256,12 +279,83 @@ def play_outside_match(env: Env, agent: Callable, variables: Any, key: jax.Array
             if not agent_turn[g]:
                 actions[g] = opponent.choose(int(g), host)
             opponent.after_move(int(g), int(actions[g]), out if agent_turn[g] else None)
-        states = step(states, actions, jax.random.split(ks, num_games))
+        if duplicate:
+            states, chance_count = step(states, jnp.asarray(actions), chance_keys, chance_count)
+        else:
+            states = step(states, actions, jax.random.split(ks, num_games))
         returns += np.asarray(states.rewards)
         steps += 1
         opponent.after_step(done, states)
     finished = np.asarray(states.terminated | states.truncated)
-    return OutsideMatch(finished, returns, seat, steps, states)
+    return OutsideMatch(finished, returns, seat, steps, states, duplicate)
+
+
+def pair_keys(key: jax.Array, num_games: int) -> jax.Array:
+    """One key per pair of games, repeated for both games of the pair: [num_games] keys with
+    keys[2k] == keys[2k + 1]."""
+    return jnp.repeat(jax.random.split(key, num_games // 2), 2, axis=0)
+
+
+def duplicate_chance_step(env: Env, state: State, action: jax.Array, key: jax.Array,
+                          chance_count: jax.Array) -> tuple[State, jax.Array]:
+    """`env.step` for one game of a duplicate pair: the decision, then, where it leaves a chance
+    event, the outcome drawn from `fold_in(key, chance_count)`, the game's own count of its
+    chance events. Two games with the same `key` see the same outcome at their n-th chance
+    event whatever the moves in between (for backgammon: the same roll at each turn); the
+    count after the step is returned."""
+    after = env.step_deterministic(state, action)
+    rolled = env.sample_chance(after, jax.random.fold_in(key, chance_count))
+    return rolled, chance_count + after.is_chance.astype(jnp.int32)
+
+
+@functools.lru_cache(maxsize=8)
+def _duplicate_step(env: Env) -> Callable:
+    return jax.jit(jax.vmap(functools.partial(duplicate_chance_step, env)))
+
+
+def _check_duplicate(env: Env, num_games: int) -> None:
+    if env.num_players != 2 or not getattr(env, "is_stochastic", False):
+        raise ValueError(f"duplicate games need a two-player game with chance; {env.id} is not")
+    if num_games < 2 or num_games % 2:
+        raise ValueError(f"duplicate games come in pairs: the number of games must be even and "
+                         f"at least 2, got {num_games} (or play independent games)")
+
+
+def duplicate_summary(finished: np.ndarray, own: np.ndarray, steps: int
+                      ) -> dict[str, Optional[float]]:
+    """`match_summary` of a duplicate match (games 2k and 2k+1 a pair, `own` the agent's
+    return in each), its points per game and their standard error taken over the pairs.
+
+    The two games of a pair are not independent (the same dice: that is the point), so the
+    standard error comes from the pairs' means: SE = sd(pair means, ddof 1) / sqrt(pairs).
+    Only complete pairs (both games finished) count in `mean_return` and its SE: a pair with
+    an unfinished game is left out of the points (its finished game still counts in the
+    wins / draws / losses). `pairs` is the number of complete pairs.
+
+    `mean_return_se_unpaired` is the standard error the same games give taken one by one
+    (sd over the games / sqrt(games)): each game alone is distributed as an independent game
+    is, so this estimates the SE of as many independent games, and its ratio to
+    `mean_return_se` is the variance reduction the pairing bought in this match."""
+    finished, own = np.asarray(finished, bool), np.asarray(own, np.float64)
+    out = match_summary(match_counts(finished, own, steps))
+    both = finished[0::2] & finished[1::2]
+    means = ((own[0::2] + own[1::2]) / 2)[both]
+    out["pairs"] = int(both.sum())
+    out["mean_return"], out["mean_return_se"] = mean_and_se(means)
+    games = np.stack([own[0::2], own[1::2]], axis=1)[both].ravel()
+    out["mean_return_se_unpaired"] = mean_and_se(games)[1]
+    return out
+
+
+def mean_and_se(values: Any) -> tuple[Optional[float], Optional[float]]:
+    """The mean of independent values and its standard error, sd (ddof 1) / sqrt(n): (None,
+    None) without values, SE None with one."""
+    v = np.asarray(values, np.float64)
+    if v.size == 0:
+        return None, None
+    if v.size == 1:
+        return float(v[0]), None
+    return float(v.mean()), float(v.std(ddof=1) / np.sqrt(v.size))
 
 
 @functools.lru_cache(maxsize=16)

@@ -305,14 +305,17 @@ class Trainer:
 
     def evaluate(self, opponent: str, key: Optional[jax.Array] = None,
                  variables=None, progress: Optional[Callable[[int, int, int], None]] = None,
-                 ) -> dict[str, Optional[float]]:
+                 duplicate: Optional[bool] = None) -> dict[str, Optional[float]]:
         """The current network (with search) against an opponent; greedy uses the same network.
 
         `progress(finished, games, steps)` is told how many games have ended, before the
         first move and then every `evaluation.PROGRESS_CHUNK_STEPS` steps: the match is
         played in jitted calls of that many steps (the same moves as one call). Returns
         `evaluation.match_summary`: counts of games, finished, unfinished, wins, draws and
-        losses, and rates over the finished games (None when none finished)."""
+        losses, and rates over the finished games (None when none finished).
+
+        `duplicate`: for an opponent that plays duplicate games (`Opponent.duplicate`), True or
+        False overrides its default; None keeps it."""
         if opponent not in self.opponents:
             raise ValueError(f"unknown opponent {opponent!r} for {self.config.game}; choose "
                              f"from {sorted(self.opponents)}")
@@ -320,9 +323,12 @@ class Trainer:
         variables = self.variables(self.state.train_state) if variables is None else variables
         key = jax.random.fold_in(jax.random.PRNGKey(cfg.seed + 1), int(self.state.iteration)) if key is None else key
         opp = self.opponents[opponent]
+        if duplicate is not None and not opp.duplicate:
+            raise ValueError(f"the {opponent} opponent does not play duplicate games")
         if opp.match is not None:  # an outside program: it plays the whole match itself
+            options = {} if duplicate is None else {"duplicate": duplicate}
             return opp.match(self.env, self._agent_jit, variables, key, cfg.eval_games,
-                             cfg.max_eval_steps)
+                             cfg.max_eval_steps, **options)
         if opponent not in self._evals:
             policy = self.baseline_policy(opponent)
 

@@ -12,7 +12,7 @@ from turbozero.games import GAMES
 
 # The keys of one opponent's result (`evaluation.match_summary`), in table order.
 RESULT_KEYS = ("games", "finished", "unfinished", "wins", "draws", "losses", "win_rate",
-               "draw_rate", "loss_rate", "mean_return", "mean_return_se", "steps")
+               "draw_rate", "loss_rate", "mean_return", "mean_return_se", "pairs", "steps")
 
 NOT_TRAINED = "not trained yet: replay has no finished games"
 
@@ -37,6 +37,10 @@ COLUMNS = {
     "mean return": "the agent's reward per finished game, averaged, in the game's points "
                    "(+1 a win, -1 a loss; a game scoring by degree counts its points, e.g. 2 "
                    "for a gammon; simultaneous games: its score minus the opponent's)",
+    "points per game": "the mean return with its standard error (± SE): over the games, or for "
+                       "duplicate games (the default of an opponent that plays them, whose "
+                       "line ends '(N duplicate pairs)': each chance sequence played twice, "
+                       "seats swapped) over the pairs",
 }
 
 # the loss parts the loop records (metrics.jsonl, the progress bar, `turbozero train`'s summary)
@@ -132,7 +136,19 @@ def format_match(opponent: str, result: dict[str, Any]) -> str:
               f"of {result['finished']} finished ({result['unfinished']} unfinished)")
     if not result["finished"]:
         return f"{opponent}: {counts}, no win rate: no game finished"
-    return f"{opponent}: {counts}, win rate {_rate(result['win_rate'])}"
+    line = f"{opponent}: {counts}, win rate {_rate(result['win_rate'])}"
+    points = format_points(result)
+    return line + (f", points per game {points}" if points else "")
+
+
+def format_points(result: dict[str, Any]) -> str:
+    """'-0.650 ± 0.070' (over 200 duplicate pairs: '..., 200 pairs'), the mean return and its
+    standard error; "" without both."""
+    mean, se = result.get("mean_return"), result.get("mean_return_se")
+    if mean is None or se is None:
+        return ""
+    pairs = result.get("pairs")
+    return f"{mean:+.3f} ± {se:.3f}" + (f" ({pairs} duplicate pairs)" if pairs is not None else "")
 
 
 def format_loss(record: dict[str, Any]) -> str:
@@ -159,6 +175,8 @@ def format_eval(results: dict[str, dict[str, Any]], iteration: int, run_dir: str
     rows = [header]
     for opp, r in results.items():
         mean = "-" if r["mean_return"] is None else f"{r['mean_return']:.3f}"
+        if r["mean_return"] is not None and r.get("mean_return_se") is not None:
+            mean += f" ± {r['mean_return_se']:.3f}"
         rows.append((opp, str(r["games"]), str(r["finished"]), str(r["unfinished"]),
                      str(r["wins"]), str(r["draws"]), str(r["losses"]), _rate(r["win_rate"]),
                      mean))
@@ -168,6 +186,9 @@ def format_eval(results: dict[str, dict[str, Any]], iteration: int, run_dir: str
         cells = [row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:], widths[1:])]
         lines.append("  ".join(cells).rstrip())
     lines.append("")
+    lines += [f"{opp}: {r['pairs']} duplicate pairs (each dice sequence played twice, seats "
+              "swapped); ± is the standard error over the pairs"
+              for opp, r in results.items() if r.get("pairs") is not None]
     lines += [f"{k}: {v}" for k, v in COLUMNS.items()]
     if env is not None:
         lines += [describe_opponent(opp, env) for opp in results]

@@ -22,14 +22,21 @@ def play_against_gnubg(
     num_games: int,
     max_steps: int,
     plies: int = 0,
+    duplicate: bool = True,
 ) -> dict[str, Optional[float]]:
     """`agent(variables, states, key) -> actions` against gnubg; seats alternate over games.
     `agent` is called as given: pass a jitted function, kept across matches (the Trainer passes
     its cached one), or every match compiles the search again.
 
+    `duplicate` (the default, as the field measures): games 2k and 2k+1 see the same dice,
+    the agent in seat 0 in one and seat 1 in the other (`evaluation.play_outside_match`), and
+    the points per game's standard error is taken over the pairs; `num_games` must be even.
+    `duplicate=False` plays independent games.
+
     Backgammon registers this as its `gnubg` opponent (`turbozero.games`). Returns
-    `evaluation.match_summary`: counts of wins, draws, losses and unfinished games, rates over
-    the finished games only (None when none finished).
+    `evaluation.match_summary` (`duplicate_summary` for duplicate games, with `pairs`): counts
+    of wins, draws, losses and unfinished games, rates over the finished games only (None when
+    none finished), `mean_return` (points per game) and `mean_return_se`.
     """
     if env.id != "backgammon":
         raise ValueError(f"gnubg can only play backgammon, not {env.id}")
@@ -39,7 +46,7 @@ def play_against_gnubg(
         raise ValueError("the gnubg opponent needs the `gnubg` package: "
                          'pip install -e ".[backgammon]"') from err
     return play_outside_match(env, agent, variables, key, num_games, max_steps,
-                              _Gnubg(best_move_actions, plies)).summary()
+                              _Gnubg(best_move_actions, plies), duplicate=duplicate).summary()
 
 
 class _Gnubg:
