@@ -11,6 +11,7 @@ docs/gomoku.md "MuZero").
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import jax
@@ -278,12 +279,14 @@ def _tiny_trainer(run_dir=None, **overrides):
                env_config=(("size", 5), ("win_length", 3), ("num_players", 3), ("view", 5)),
                network={"channels": 8, "representation_blocks": 1, "dynamics_blocks": 1,
                         "prediction_blocks": 1, "projection_dim": 16},
-               search=MuZeroConfig(search=TreeSearchConfig(
-                   num_simulations=6, root=GumbelRoot(max_considered=4), selection=MctxPUCT()),
-                   unroll_steps=2, td_steps=3),
                max_eval_steps=25, eval_opponents=())
     cfg.update(overrides)
-    return Trainer(get_preset("gomoku", "tiny", **cfg), run_dir)
+    preset = get_preset("gomoku", "tiny", **cfg)
+    search = MuZeroConfig(search=TreeSearchConfig(
+        num_simulations=6, root=GumbelRoot(max_considered=4), selection=MctxPUCT()),
+        unroll_steps=2, td_steps=3)
+    return Trainer(dataclasses.replace(
+        preset, algorithm=dataclasses.replace(preset.algorithm, search=search)), run_dir)
 
 
 def test_trainer_runs_muzero_on_three_player_gomoku(tmp_path):
