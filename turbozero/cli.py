@@ -26,6 +26,7 @@ from turbozero.training.algorithms import tree_config
 from turbozero.training.checkpoints import load_checkpoint, restore_network, write_json_atomic
 from turbozero.training.loop import TrainingInterrupted
 from turbozero.training.metrics import plot_metrics
+from turbozero.training.nonfinite import NonFiniteTraining
 from turbozero.training.run_config import (evaluation_config, load_run_config, parse_overrides,
                                            with_overrides)
 
@@ -190,7 +191,12 @@ def _train_run(args: argparse.Namespace, primary: bool) -> int:
             tqdm_write(report.format_iteration(record))
 
     try:
-        trainer.run(progress=not args.no_progress, callback=on_record)
+        trainer.run(progress=not args.no_progress, callback=on_record,
+                    stop_on_nonfinite=not args.allow_nonfinite)
+    except NonFiniteTraining as stop:  # nothing learned: one line, exit 1, the run resumable
+        _close(trainer)
+        print(f"turbozero: {stop.message()}", file=sys.stderr)
+        return 1
     except TrainingInterrupted as stop:  # Ctrl-C: the run is left resumable, one line says how
         _close(trainer)
         line = f"turbozero: {stop.message()}"
@@ -342,6 +348,10 @@ def build_parser() -> argparse.ArgumentParser:
                    'dicts merge: network={"num_filters": 8} or network.num_filters=8')
     t.add_argument("--no-progress", action="store_true",
                    help="no progress bar (the evaluations still print one line per opponent)")
+    t.add_argument("--allow-nonfinite", action="store_true",
+                   help="train on through iterations whose every update was skipped as "
+                   "non-finite (NaN or infinite loss, gradients or parameters); without it "
+                   "the run stops after the first such iteration")
     t.add_argument("--tensorboard", action="store_true",
                    help="also write the metrics as TensorBoard events to RUN_DIR/tensorboard/ "
                    "(needs the tensorboard extra: pip install -e \".[tensorboard]\"); "
