@@ -33,6 +33,7 @@ from turbozero.training.checkpoints import RunDirectory
 from turbozero.training.evaluation import (MatchCarry, match_progress, match_result,
                                            match_start, match_steps, match_summary,
                                            play_match_chunked)
+from turbozero.training.memory import check_loop_state
 from turbozero.training.metrics import MetricsWriter, TensorBoardWriter, require_tensorboardx
 from turbozero.training.nonfinite import NonFiniteTraining, untrained_reason
 from turbozero.training.config import TrainConfig
@@ -204,8 +205,13 @@ class Trainer:
         # eval_shape would trace it again
         self._init_state_fn = built
         stored = getattr(built, "load_stored", lambda *a: False)(cfg.seed)
-        if hasattr(cfg.optimizer, "check") and not stored:
-            cfg.optimizer.check(jax.eval_shape(build, cfg.seed).train_state.params)
+        if not stored:
+            shapes = jax.eval_shape(build, cfg.seed)
+            # a state larger than the device's memory: one line naming the settings, before
+            # anything is allocated (training/memory.py)
+            check_loop_state(shapes, cfg, self.mesh.devices.flat[0])
+            if hasattr(cfg.optimizer, "check"):
+                cfg.optimizer.check(shapes.train_state.params)
         return self._place(built(cfg.seed))
 
     @staticmethod
