@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 import tomllib
 
 import pytest
@@ -197,3 +196,14 @@ def test_overwrite_says_what_it_removed_and_each_evaluation_prints_once(run, cap
     assert out.count("evaluation at iteration 2:") == 1
     assert "iteration 1: " in out and "iteration 2: " not in out.replace(
         "evaluation at iteration 2:", "")
+
+
+@pytest.mark.parametrize("seed, shown", [("-1", "-1"), (str(2**40), str(2**40))])
+def test_play_seed_outside_int32_is_one_line_before_loading(run, capsys, seed, shown):
+    """Was: 2**40 played PRNGKey(0)'s game (the key truncated), -1 numpy's error after the
+    agent was loaded."""
+    assert cli.main(["play", "backgammon", str(run), "--seed", seed]) == 2
+    assert _err_line(capsys) == ("turbozero: error: --seed must be an integer >= 0, got "
+                                 f"{shown}" if seed == "-1" else
+                                 "turbozero: error: --seed must be an integer within int32 "
+                                 f"(-2147483648 .. 2147483647), as JAX holds it, got {shown}")

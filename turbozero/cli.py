@@ -32,6 +32,7 @@ from turbozero.training.metrics import plot_metrics
 from turbozero.training.nonfinite import NonFiniteTraining
 from turbozero.training.run_config import (evaluation_config, load_run_config, parse_overrides,
                                            with_overrides)
+from turbozero.validation import check_int
 
 DEFAULT_PRESET = "tiny"
 
@@ -294,6 +295,8 @@ def _eval(args: argparse.Namespace) -> int:
 def _play(args: argparse.Namespace) -> int:
     text = move_text_for(args.game)  # before loading: a game without move text fails at once
     check_path(args.run_dir, "RUN_DIR", want="dir")
+    if args.seed is not None:  # before the agent is loaded
+        check_int("--seed", args.seed, minimum=0)
     first = "human" if args.human_first else "agent" if args.agent_first else None
     return play_game(load_agent(args.game, args.run_dir, args.plies), text, seed=args.seed,
                      first=first)
