@@ -68,8 +68,11 @@ def _search_fields():
 
 def _env_fields():
     for game, target in sorted(_REGISTRY.items()):
-        module, name = target.split(":")
-        cls = getattr(importlib.import_module(module), name)
+        if isinstance(target, str):  # "module:Class", imported on use
+            module, name = target.split(":")
+            cls = getattr(importlib.import_module(module), name)
+        else:  # a class registered itself (envs.register)
+            cls = target
         for p in inspect.signature(cls.__init__).parameters.values():
             if p.name == "self" or p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
                 continue
