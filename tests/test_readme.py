@@ -42,7 +42,7 @@ def runnable(lang: str, code: str) -> str | None:
 def fast(lang: str, code: str) -> str:
     """The same block training for 2 iterations, evaluating once, with 4 games."""
     if lang == "bash":
-        code = re.sub(r"(turbozero train \S+ --preset \w+)(?=\s*$)",
+        code = re.sub(r"(turbozero train \S+ --preset \w+(?: --run-dir \S+)?)(?=\s*$)",
                       r"\1 --iterations 2 --set eval_every=2 --set eval_games=4", code,
                       flags=re.M)
         # a resumed run trains on to one iteration more than the fast run did
@@ -84,14 +84,21 @@ def test_blocks_are_found():
     assert fast("bash", "turbozero train backgammon --preset tiny\n") == (
         "turbozero train backgammon --preset tiny --iterations 2 --set eval_every=2 "
         "--set eval_games=4\n")
+    assert fast("bash", "turbozero train backgammon --preset tiny --run-dir runs/bg\n") == (
+        "turbozero train backgammon --preset tiny --run-dir runs/bg --iterations 2 "
+        "--set eval_every=2 --set eval_games=4\n")
+    # the main job names the run directory the later commands use (issue 45 item 8)
+    main_job = next(code for lang, code in readme if "turbozero train backgammon" in code)
+    assert "--run-dir runs/bg" in main_job
 
 
 def test_readme_fast(tmp_path):
     ran = run_blocks("README.md", tmp_path, variant=fast)
     assert any("turbozero eval runs/bg" in code for code in ran)
+    assert (tmp_path / "runs" / "bg-py" / "metrics.png").stat().st_size > 0  # from Python
+    # the main job's run (--run-dir runs/bg), evaluated and resumed by the later commands as
+    # written: iterations 1, 2, then 3, no repeats
     run = tmp_path / "runs" / "bg"
-    assert (run / "metrics.png").stat().st_size > 0
-    # made from Python, evaluated and resumed by the CLI: iterations 1, 2, then 3, no repeats
     assert [r["iteration"] for r in read_metrics(str(run / "metrics.jsonl"))] == [1, 2, 3]
 
 

@@ -15,19 +15,24 @@ import time
 import warnings
 from typing import Optional, Sequence
 
+import jax
 from tqdm.auto import tqdm
 
 from turbozero import presets
 from turbozero.compile_cache import enable_compilation_cache
 from turbozero.games import GAMES, game_spec
 from turbozero.play import load_agent, move_text_for, play_game, playable_games
+from turbozero.search.checks import evaluator_error_line
 from turbozero.training import Trainer, distributed, report
 from turbozero.training.algorithms import tree_config
-from turbozero.training.checkpoints import load_checkpoint, restore_network, write_json_atomic
+from turbozero.training.checkpoints import (load_checkpoint, newest_whole_step, restore_network,
+                                            write_json_atomic)
 from turbozero.training.loop import TrainingInterrupted
 from turbozero.training.metrics import plot_metrics
+from turbozero.training.nonfinite import NonFiniteTraining
 from turbozero.training.run_config import (evaluation_config, load_run_config, parse_overrides,
                                            with_overrides)
+from turbozero.validation import check_int
 
 DEFAULT_PRESET = "tiny"
 
@@ -149,7 +154,16 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _train_run(args: argparse.Namespace, primary: bool) -> int:
+    if args.run_dir is not None:  # before anything is built: a mistake costs no compile
+        check_writable_dir(args.run_dir, "--run-dir")
     config = train_config(args)
+    if args.resume:  # nothing to train: said before the run directory is opened, so untouched
+        done = newest_whole_step(args.run_dir)
+        if done is not None and done >= config.num_iterations:
+            print(f"{args.run_dir} has done {done} iterations (its newest checkpoint), "
+                  f"{config.num_iterations} asked: nothing to train and nothing changed; "
+                  f"--iterations N (N > {done}) trains it on")
+            return 0
     check_opponents(config.game, config.eval_opponents)
     if config.eval_every:
         check_duplicate(config.game, config.eval_opponents, config.eval_games,
@@ -159,6 +173,8 @@ def _train_run(args: argparse.Namespace, primary: bool) -> int:
     run_dir = args.run_dir or os.path.join(
         "runs", f"{args.game.replace('/', '_')}-{preset}-{time.strftime('%Y%m%d-%H%M%S')}"
     )
+    if args.run_dir is None:
+        check_writable_dir(run_dir, "the run directory")
     trainer = Trainer(config, run_dir, resume=args.resume, overwrite=args.overwrite,
                       tensorboard=args.tensorboard)
     if not args.resume and primary:  # the command that made the run; the config is in the marker
@@ -166,11 +182,14 @@ def _train_run(args: argparse.Namespace, primary: bool) -> int:
                           {"game": args.game, "preset": preset, "set": args.set or [],
                            "iterations": args.iterations, "seed": args.seed})
     print(f"run directory: {trainer.run_dir.path}")
+    if trainer.run_dir.replaced:  # --overwrite: what of the old run is gone
+        print(f"--overwrite removed the run that was there: {', '.join(trainer.run_dir.replaced)}")
     for note in notes:
         print(note)
     if int(trainer.state.iteration) >= config.num_iterations:
-        print(f"the run has done its {config.num_iterations} iterations; --iterations N trains "
-              "it on to iteration N")
+        print(f"the run has done {int(trainer.state.iteration)} iterations, "
+              f"{config.num_iterations} asked; --iterations N (N > "
+              f"{int(trainer.state.iteration)}) trains it on")
         _close(trainer)
         return 0
     if trainer.tensorboard is not None:
@@ -187,10 +206,23 @@ def _train_run(args: argparse.Namespace, primary: bool) -> int:
                 print(report.explain_evaluation(
                     [report.describe_opponent(opp, trainer.env) for opp in config.eval_opponents]))
             evaluated.append(record)
-            tqdm_write(report.format_iteration(record))
+            # the last iteration's evaluation is the summary's, printed once below (it was
+            # printed here too, the same lines twice a few lines apart)
+            if record["iteration"] != config.num_iterations:
+                tqdm_write(report.format_iteration(record))
 
     try:
-        trainer.run(progress=not args.no_progress, callback=on_record)
+        trainer.run(progress=not args.no_progress, callback=on_record,
+                    stop_on_nonfinite=not args.allow_nonfinite)
+    except NonFiniteTraining as stop:  # nothing learned: one line, exit 1, the run resumable
+        _close(trainer)
+        if evaluated and evaluated[-1]["iteration"] == config.num_iterations:
+            tqdm_write(report.format_iteration(evaluated[-1]))  # held back for the summary
+        print(f"turbozero: {stop.message()}", file=sys.stderr)
+        return 1
+    except jax.errors.JaxRuntimeError:  # main() says it (the evaluator check's line)
+        _close(trainer)
+        raise
     except TrainingInterrupted as stop:  # Ctrl-C: the run is left resumable, one line says how
         _close(trainer)
         line = f"turbozero: {stop.message()}"
@@ -230,6 +262,7 @@ def tqdm_write(msg: str) -> None:
 def _eval(args: argparse.Namespace) -> int:
     # any run directory: made by `turbozero train` or by `Trainer(config, run_dir)` in Python;
     # --set (e.g. a larger evaluation search) is seen by this evaluation only
+    check_path(args.run_dir, "RUN_DIR", want="dir")
     config = evaluation_config(args.run_dir, args.games, args.set or ())
     check_opponents(config.game, [args.opponent])
     duplicate = False if args.no_duplicate else None  # None: the opponent's default
@@ -261,6 +294,9 @@ def _eval(args: argparse.Namespace) -> int:
 
 def _play(args: argparse.Namespace) -> int:
     text = move_text_for(args.game)  # before loading: a game without move text fails at once
+    check_path(args.run_dir, "RUN_DIR", want="dir")
+    if args.seed is not None:  # before the agent is loaded
+        check_int("--seed", args.seed, minimum=0)
     first = "human" if args.human_first else "agent" if args.agent_first else None
     return play_game(load_agent(args.game, args.run_dir, args.plies), text, seed=args.seed,
                      first=first)
@@ -342,6 +378,10 @@ def build_parser() -> argparse.ArgumentParser:
                    'dicts merge: network={"num_filters": 8} or network.num_filters=8')
     t.add_argument("--no-progress", action="store_true",
                    help="no progress bar (the evaluations still print one line per opponent)")
+    t.add_argument("--allow-nonfinite", action="store_true",
+                   help="train on through iterations whose every update was skipped as "
+                   "non-finite (NaN or infinite loss, gradients or parameters); without it "
+                   "the run stops after the first such iteration")
     t.add_argument("--tensorboard", action="store_true",
                    help="also write the metrics as TensorBoard events to RUN_DIR/tensorboard/ "
                    "(needs the tensorboard extra: pip install -e \".[tensorboard]\"); "
@@ -424,14 +464,85 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _plot(args: argparse.Namespace) -> int:
-    path = os.path.join(args.run_dir, "metrics.jsonl")
-    if not os.path.exists(path):
-        raise ValueError(f"{args.run_dir} has no metrics.jsonl (not a run directory, or no "
-                         "iteration finished yet)")
-    out = args.output or os.path.join(args.run_dir, "metrics.png")
+    """A run directory's metrics.jsonl, or a metrics file named itself (as `plot_metrics`
+    takes one), drawn to a PNG."""
+    check_path(args.run_dir, "RUN_DIR")
+    if os.path.isfile(args.run_dir):  # a metrics file: FILE.jsonl -> FILE.png beside it
+        path = args.run_dir
+        default_out = os.path.splitext(path)[0] + ".png"
+    else:
+        path = os.path.join(args.run_dir, "metrics.jsonl")
+        default_out = os.path.join(args.run_dir, "metrics.png")
+        if not os.path.lexists(path):
+            raise ValueError(f"{args.run_dir} has no metrics.jsonl (not a run directory, or no "
+                             "iteration finished yet)")
+        check_path(path, "metrics file", want="file")
+    out = args.output or default_out
+    check_writable_file(out, "-o" if args.output else "the plot")
     plot_metrics(path, save_to=out)
     print(f"wrote {out}")
     return 0
+
+
+# ----------------------------------------------------------------- file-system mistakes
+def check_path(path: str, what: str, want: Optional[str] = None) -> None:
+    """One line naming `path` when it cannot be what `want` says ("file", "dir", or either
+    when None): a symlink loop, a file where a folder is meant or the other way round, a
+    folder that cannot be read."""
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        return  # the command says what a missing path means to it
+    except NotADirectoryError:  # a file on the way: FILE/below
+        raise ValueError(f"{what} {path}: its parent {_nearest_existing(path)} is a file, not "
+                         "a folder") from None
+    except OSError as err:  # a symlink loop (ELOOP), a too long name, ...
+        raise ValueError(f"{what} {path}: {err.strerror.lower()}") from None
+    if want == "file" and os.path.isdir(path):
+        raise ValueError(f"{what} {path} is a folder, not a file")
+    if want == "dir" and not os.path.isdir(path):
+        raise ValueError(f"{what} {path} is a file, not a folder")
+    if os.path.isdir(path) and not os.access(path, os.R_OK | os.X_OK):
+        raise ValueError(f"{what} {path}: permission denied (the folder cannot be read)")
+
+
+def _nearest_existing(path: str) -> str:
+    """`path`'s nearest folder (itself or an ancestor) that exists."""
+    path = os.path.abspath(path)
+    while not os.path.lexists(path):
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    return path
+
+
+def check_writable_dir(path: str, what: str) -> None:
+    """One line naming the path unless `path` is (or can be made) a folder this process can
+    write into: checked before anything is built, so a mistake costs no compile."""
+    check_path(path, what, want="dir")
+    if os.path.isdir(path):
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise ValueError(f"{what} {path}: permission denied (the folder is not writable)")
+        return
+    base = _nearest_existing(path)
+    if not os.path.isdir(base):
+        raise ValueError(f"{what} {path}: its parent {base} is a file, not a folder")
+    if not os.access(base, os.W_OK | os.X_OK):
+        raise ValueError(f"{what} {path} cannot be made: {base} is not writable")
+
+
+def check_writable_file(path: str, what: str) -> None:
+    """One line naming the path unless a file can be written at `path`: its folder exists
+    (a plot does not make folders) and is writable, and `path` is not a folder."""
+    check_path(path, what, want="file")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise ValueError(f"{what} {path}: the folder {os.path.dirname(path) or parent} does "
+                         "not exist (make it first)")
+    if not os.access(parent, os.W_OK | os.X_OK) or (
+            os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise ValueError(f"{what} {path}: permission denied (not writable)")
 
 
 def _simulations(search) -> object:
@@ -487,6 +598,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return args.func(args)
         except ValueError as err:
             print(f"turbozero: error: {err}", file=sys.stderr)
+            return 2
+        except OSError as err:  # a file-system mistake no check above foresaw: one line
+            where = f"{err.filename}: " if err.filename else ""
+            print(f"turbozero: error: {where}{err.strerror or err}", file=sys.stderr)
+            return 2
+        except jax.errors.JaxRuntimeError as err:
+            line = evaluator_error_line(err)  # TURBOZERO_CHECK_EVALUATOR=1 found a NaN
+            if line is None:
+                raise
+            print(f"turbozero: error: {line}", file=sys.stderr)
             return 2
         except KeyboardInterrupt:  # Ctrl-C outside a training loop (which says more itself)
             print("turbozero: interrupted", file=sys.stderr)

@@ -31,6 +31,7 @@ from turbozero.search.api import NetworkEvaluator
 from turbozero.training import Trainer
 from turbozero.training.checkpoints import load_checkpoint, restore_network
 from turbozero.training.run_config import evaluation_config, with_overrides
+from turbozero.validation import check_int
 
 # Every complete move of a position is listed for the person, so any legal move typed is found:
 # gnubg's move generator bounds a roll's distinct complete moves by 3060 (4 checkers moved
@@ -191,6 +192,8 @@ def play_game(agent: Agent, text: MoveText, *, seed: Optional[int] = None,
     first: None (the opening roll decides, the person is player 0), "human" or "agent".
     read(prompt) returns a typed line (EOFError at the end of input); write prints a line."""
     seed = secrets.randbits(31) if seed is None else seed
+    # within int32: PRNGKey(2**40) was PRNGKey(0)'s key, a negative seed numpy's error
+    check_int("seed", seed, minimum=0)
     rng = np.random.default_rng(seed)
     state = agent.init(jax.random.PRNGKey(seed))
     opener = int(state.current_player)

@@ -86,6 +86,10 @@ def store_for_cache(cache_dir: Optional[str], context: Any,
     named without a source file (a notebook's classes)."""
     if cache_dir is None or not enabled():
         return None
+    from turbozero.search.checks import evaluator_checks_enabled  # light: jax and numpy only
+
+    if evaluator_checks_enabled():  # its host callbacks cannot be exported (search/checks.py)
+        return None
     if jax.process_count() != 1 or jax.device_count() != 1:
         return None
     if importlib.util.find_spec("flatbuffers") is None:  # Exported.serialize needs it

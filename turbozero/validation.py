@@ -8,6 +8,10 @@ written, not deep inside a jitted call or the C++ binding. Two rules cover most 
   fails a comparison with "'<' not supported");
 * a real field holds a finite number (NaN passes every `x < 0` check and infinity most range
   checks, and either one then trains quietly into NaN).
+
+An integer is also within int32 unless its field says otherwise (JAX holds integers as int32).
+`tests/test_validation_rule.py` walks every public search config and env class with NaN, inf,
+2.5, "7", True, -1 and 2**40 in each numeric field.
 """
 
 from __future__ import annotations
@@ -29,9 +33,15 @@ def _bounds(minimum, maximum, above) -> str:
     return " and ".join(parts)
 
 
+# the integers JAX holds (int32 unless jax_enable_x64): a wider one overflows there, silently
+# or deep inside a jitted call, so a field with no maximum of its own is bounded by these
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+
+
 def check_int(name: str, value: Any, *, minimum: Optional[int] = None,
               maximum: Optional[int] = None, optional: bool = False) -> None:
-    """`value` is an integer (not a bool) within [minimum, maximum]; None too if `optional`."""
+    """`value` is an integer (not a bool) within [minimum, maximum]; None too if `optional`.
+    Without a `maximum` (`minimum`) of its own it is within int32, as JAX holds it."""
     if value is None and optional:
         return
     ok = isinstance(value, numbers.Integral) and not isinstance(value, bool)
@@ -44,6 +54,9 @@ def check_int(name: str, value: Any, *, minimum: Optional[int] = None,
         none = " or None" if optional else ""
         raise ValueError(f"{name} must be an integer{' ' + bounds if bounds else ''}{none}, "
                          f"got {value!r}")
+    if (maximum is None and value > INT32_MAX) or (minimum is None and value < INT32_MIN):
+        raise ValueError(f"{name} must be an integer within int32 ({INT32_MIN} .. {INT32_MAX}), "
+                         f"as JAX holds it, got {value!r}")
 
 
 def check_real(name: str, value: Any, *, minimum: Optional[float] = None,

@@ -311,8 +311,10 @@ class BackgammonMoveText:
         from envs.backgammon import render_text  # the env's own drawing
 
         drawing = render_text(state)
-        # a finished game is drawn from its winner's side (the env keeps that board)
-        return drawing + ("\nX is the winner" if bool(state.terminated) else "")
+        # a finished game is drawn from its winner's side (the env keeps that board); no
+        # colour named: X is whoever won, which `turbozero play` says as "you" / "the agent"
+        return drawing + ("\n(the final board, drawn from the winner's side)"
+                          if bool(state.terminated) else "")
 
     def roll(self, state) -> str:
         return roll_text(np.asarray(state.dice))

@@ -26,6 +26,7 @@ from flax import struct
 from envs.chess import bitboard as bbm
 from envs.chess import core
 from envs.chess.core import NUM_ACTIONS, REASONS
+from envs.checks import integer
 from envs.core import Env, State, require_unbatched
 
 Array = jax.Array
@@ -172,9 +173,8 @@ class Chess(Env):
     def __init__(self, max_episode_steps: int = 512, *, max_plies: Optional[int] = None):
         # `max_plies` is the former name of `max_episode_steps` (kept for configs and callers)
         cap = max_episode_steps if max_plies is None else max_plies
-        if isinstance(cap, bool) or int(cap) < 1:
-            raise ValueError(f"chess: max_episode_steps (max_plies) must be >= 1, got {cap}")
-        self.max_plies = int(cap)
+        # was int(cap): 2.7 ran as 2 plies and "100" as 100 (envs/checks.py)
+        self.max_plies = integer("chess", "max_episode_steps (max_plies)", cap, minimum=1)
         self._step_jit = None
 
     def _init(self, key) -> ChessState:

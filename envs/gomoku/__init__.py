@@ -40,6 +40,7 @@ from envs.gomoku import view as vw
 from envs.gomoku.lines import EMPTY
 from envs.gomoku.ranking import NO_WINNER
 from envs.gomoku.view import NO_CELL, OFF_BOARD
+from envs.checks import integer, real
 from envs.core import Array, Env, PRNGKey, State, require_unbatched
 from envs.gomoku.render import render_svg, render_text
 
@@ -85,9 +86,7 @@ class GomokuState(State):
 
 
 def _integer(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise ValueError(f"gomoku: {name} must be an integer, got {value!r}")
-    return int(value)
+    return integer("gomoku", name, value)  # an integer within int32 (envs/checks.py)
 
 
 class Gomoku(Env):
@@ -125,16 +124,15 @@ class Gomoku(Env):
             raise ValueError(f"gomoku: the board (size={size}) is smaller than the view "
                              f"(view={view})")
         if cap is not None:
-            cap = _integer("max_episode_steps", cap)
-            if cap < 1:
-                raise ValueError(f"gomoku: max_episode_steps must be >= 1, got {cap}")
+            cap = integer("gomoku", "max_episode_steps (max_steps)", cap, minimum=1)
         if rewards_by_place is None:
             rewards_by_place = DEFAULT_REWARDS_BY_PLACE[num_players]
-        try:
-            rewards_by_place = tuple(float(r) for r in rewards_by_place)
-        except (TypeError, ValueError):
+        # finite numbers: "abc" was read letter by letter, and a NaN reward trained into NaN
+        if isinstance(rewards_by_place, (str, bytes)) or not hasattr(rewards_by_place, "__iter__"):
             raise ValueError(f"gomoku: rewards_by_place must be numbers, one per place, got "
-                             f"{rewards_by_place!r}") from None
+                             f"{rewards_by_place!r}")
+        rewards_by_place = tuple(real("gomoku", "rewards_by_place entry", r)
+                                 for r in rewards_by_place)
         if len(rewards_by_place) != num_players:
             raise ValueError(f"gomoku: rewards_by_place needs one reward per place "
                              f"({num_players}), got {rewards_by_place}")

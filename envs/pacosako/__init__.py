@@ -28,6 +28,7 @@ from envs.pacosako import notation as N
 from envs.pacosako import repr as RP
 from envs.pacosako import rules as R
 from envs.pacosako import svg as SVG
+from envs.checks import integer
 from envs.core import Env, State, require_unbatched
 
 Array = jax.Array
@@ -145,17 +146,15 @@ class PacoSako(Env):
             raise ValueError("pacosako: give max_episode_steps or its old name max_steps, "
                              "not both")
         cap = max_episode_steps if max_steps is None else max_steps
-        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap <= 0):
-            raise ValueError("pacosako: max_episode_steps (max_steps) must be a positive int or "
-                             f"None, got {cap!r}")
+        if cap is not None:
+            cap = integer("pacosako", "max_episode_steps (max_steps)", cap, minimum=1)
         self.use_perspective = bool(use_perspective)
         self.with_must_lift = bool(with_must_lift)
         self.with_must_promote = bool(with_must_promote)
         self.max_episode_steps = cap
-        if not isinstance(draw_after_repetitions, int) or draw_after_repetitions < 0:
-            raise ValueError("pacosako: draw_after_repetitions must be an int >= 0 (0 = off), "
-                             f"got {draw_after_repetitions!r}")
-        self.draw_after_repetitions = draw_after_repetitions
+        # 0 = off; True was taken for 1
+        self.draw_after_repetitions = integer("pacosako", "draw_after_repetitions",
+                                              draw_after_repetitions, minimum=0)
         self._start = N.parse(START)
 
     @property

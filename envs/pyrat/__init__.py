@@ -33,6 +33,7 @@ from flax import struct
 
 from envs.pyrat import maze as mz
 from envs.pyrat.maze import DOWN, DX, DY, LEFT, RIGHT, STAY, UP, Maze, load_maze
+from envs.checks import integer, real
 from envs.core import Array, Env, PRNGKey, State, require_unbatched
 from envs.pyrat.render import render_svg, render_text
 
@@ -40,6 +41,9 @@ __all__ = ["PyRat", "PyRatState", "Maze", "load_maze", "UP", "RIGHT", "DOWN", "L
            "NUM_PLANES", "PLAYER_PLANES", "VIEW_CHANNELS", "ACTION_SWAP", "ACTION_NAMES"]
 
 NUM_PLANES = 17
+# the longest game a PyRat env is built for: a Zobrist key per turn is made up front (8 bytes
+# each), so 10**6 turns are 8 MB; 2**40 asked for 16 TiB before this bound
+MAX_TURNS = 10**6
 # the one-hot planes that locate player 1 ("me") and player 2 in an observation; a network can
 # read its per-player heads at these cells (turbozero.networks.TwoPlayerNet(gather_planes=...))
 PLAYER_PLANES = (9, 10)
@@ -134,10 +138,9 @@ class PyRat(Env):
             raise ValueError("pyrat: give max_episode_steps or its old name max_turns, not both")
         cap = max_episode_steps if max_turns is None else max_turns
         cap = 300 if cap is None else cap
-        if isinstance(cap, bool) or not isinstance(cap, (int, np.integer)) or cap < 1:
-            raise ValueError(f"pyrat: max_episode_steps (max_turns) must be a positive integer, "
-                             f"got {cap!r}")
-        self.max_episode_steps = int(cap)
+        # bounded: a Zobrist key per turn is built up front (2**40 turns asked for 16 TiB)
+        self.max_episode_steps = integer("pyrat", "max_episode_steps (max_turns)", cap,
+                                         minimum=1, maximum=MAX_TURNS)
         self.fixed_maze: Optional[Maze] = None
         if maze is not None:
             m = load_maze(maze)
@@ -152,16 +155,15 @@ class PyRat(Env):
         cheese_count = 41 if cheese_count is None else cheese_count
         for name, v in (("width", width), ("height", height), ("cheese_count", cheese_count),
                         ("mud_range", mud_range)):
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-                raise ValueError(f"pyrat: {name} must be an integer, got {v!r}")
-        if width < 1 or height < 1 or width * height < 2:
+            integer("pyrat", name, v)
+        integer("pyrat", "width", width, minimum=1)
+        integer("pyrat", "height", height, minimum=1)
+        if width * height < 2:
             raise ValueError(f"pyrat: the board {width}x{height} needs at least 2 cells")
         if cheese_count < 1:
             raise ValueError(f"pyrat: cheese_count must be >= 1, got {cheese_count}")
-        if not 0.0 <= wall_density <= 1.0:
-            raise ValueError(f"pyrat: wall_density must be in [0, 1], got {wall_density}")
-        if not 0.0 <= mud_density <= 1.0:
-            raise ValueError(f"pyrat: mud_density must be in [0, 1], got {mud_density}")
+        real("pyrat", "wall_density", wall_density, minimum=0.0, maximum=1.0)
+        real("pyrat", "mud_density", mud_density, minimum=0.0, maximum=1.0)
         if mud_range < 1 or mud_range > 127:
             raise ValueError(f"pyrat: mud_range must be in [1, 127], got {mud_range}")
         if self.fixed_maze is None:

@@ -119,8 +119,11 @@ def test_what_is_not_a_search_config_is_refused_naming_the_families(ttt_states):
 def test_mctx_refuses_more_than_two_players():
     env = envs.make("gomoku", size=5, win_length=3, num_players=3, view=5)
     states = jax.vmap(env.init)(jax.random.split(jax.random.PRNGKey(0), 2))
+    # an evaluator of gomoku's width (EVAL's 9 logits are refused first, issue 45 item 6)
+    evaluator = NetworkEvaluator(lambda v, obs: (jnp.zeros((obs.shape[0], env.num_actions)),
+                                                 jnp.zeros(obs.shape[0])))
     with pytest.raises(ValueError, match="3 players.*TreeSearchConfig"):
-        search(env, EVAL, None, states, jax.random.PRNGKey(0), MctxConfig())
+        search(env, evaluator, None, states, jax.random.PRNGKey(0), MctxConfig())
 
 
 def test_a_family_registers_with_a_config_naming_it():

@@ -66,7 +66,10 @@ def build_network(spec: GameSpec, env: Env, network_config: dict[str, Any]) -> n
     """The trunk of `spec` with policy logits over `env.num_actions` and the game's value head."""
     cfg = dict(network_config)
     if spec.trunk == "mlp":
-        sizes = tuple(cfg.pop("hidden_sizes", (128, 128)))
+        sizes = cfg.pop("hidden_sizes", (128, 128))
+        # a string or a number is not a tuple of widths (tuple("64") was ("6", "4")); a list,
+        # as JSON gives it, is one (MLPNet checks the widths)
+        sizes = tuple(sizes) if isinstance(sizes, list) else sizes
         if cfg:
             raise ValueError(f"unknown MLP network options: {sorted(cfg)}")
         return MLPNet(env.num_actions, spec.value_format, hidden_sizes=sizes)

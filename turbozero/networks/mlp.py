@@ -10,6 +10,7 @@ import jax.numpy as jnp
 
 from turbozero.networks.heads import ValueHead, check_value_format
 from turbozero.networks.value_formats import ScalarValue, ValueFormat
+from turbozero.validation import check_int
 
 
 class MLPNet(nn.Module):
@@ -18,6 +19,17 @@ class MLPNet(nn.Module):
     num_actions: int
     value_format: ValueFormat = ScalarValue()
     hidden_sizes: Sequence[int] = (128, 128)
+
+    def __post_init__(self) -> None:
+        # (128, -5), 0 or "64" reached flax and failed there (or read "64" as 6 and 4)
+        check_int("MLPNet: num_actions", self.num_actions, minimum=1)
+        sizes = self.hidden_sizes
+        if isinstance(sizes, (str, bytes)) or not isinstance(sizes, (tuple, list)):
+            raise ValueError(f"MLPNet: hidden_sizes must be a tuple of layer widths, e.g. "
+                             f"(64, 64), got {sizes!r}")
+        for width in sizes:
+            check_int(f"MLPNet: hidden_sizes entry (of {tuple(sizes)!r})", width, minimum=1)
+        super().__post_init__()
 
     @nn.compact
     def __call__(self, x: jax.Array, train: bool = False) -> tuple[jax.Array, jax.Array]:

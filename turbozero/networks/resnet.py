@@ -10,6 +10,7 @@ import jax.numpy as jnp
 
 from turbozero.networks.heads import ValueHead, check_value_format
 from turbozero.networks.value_formats import ScalarValue, ValueFormat
+from turbozero.validation import check_int
 
 
 # `compute_dtype` names (strings, so that a run's JSON config holds them)
@@ -55,6 +56,13 @@ class ResNet(nn.Module):
     num_blocks: int = 4
     value_hidden: int = 256
     compute_dtype: str = "float32"
+
+    def __post_init__(self) -> None:
+        check_int("ResNet: num_actions", self.num_actions, minimum=1)
+        check_int("ResNet: num_filters", self.num_filters, minimum=1)
+        check_int("ResNet: num_blocks", self.num_blocks, minimum=0)
+        check_int("ResNet: value_hidden", self.value_hidden, minimum=1)
+        super().__post_init__()
 
     @nn.compact
     def __call__(self, x: jax.Array, train: bool = False) -> tuple[jax.Array, jax.Array]:

@@ -8,6 +8,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from turbozero.validation import check_int
+
 
 class TwoPlayerNet(nn.Module):
     """Conv trunk over `[B, H, W, C]` planes (or an MLP over flat input).
@@ -34,6 +36,13 @@ class TwoPlayerNet(nn.Module):
     hidden: int = 64
     gather_planes: Optional[tuple[int, int]] = None
     opponent_view: Optional[tuple[tuple[int, ...], tuple[int, ...]]] = None
+
+    def __post_init__(self) -> None:
+        check_int("TwoPlayerNet: num_actions", self.num_actions, minimum=1)
+        check_int("TwoPlayerNet: num_filters", self.num_filters, minimum=1)
+        check_int("TwoPlayerNet: num_layers", self.num_layers, minimum=0)
+        check_int("TwoPlayerNet: hidden", self.hidden, minimum=1)
+        super().__post_init__()
 
     @nn.compact
     def __call__(self, x: jax.Array, train: bool = False) -> tuple[jax.Array, jax.Array]:

@@ -29,6 +29,7 @@ import jax.numpy as jnp
 
 from envs.afterstates import AfterstateEnv
 from envs.core import Env, State, require_protocol
+from turbozero.validation import check_int
 from turbozero.search.api import (
     NetworkEvaluator, SearchResult, register_family, two_player_values)
 
@@ -62,14 +63,9 @@ class AfterstatePlayerConfig:
     def __post_init__(self) -> None:
         if isinstance(self.plies, bool) or self.plies not in (0, 1, 2):
             raise ValueError(f"plies must be 0, 1 or 2, got {self.plies!r}")
-        if isinstance(self.candidates, bool) or not isinstance(self.candidates, int) \
-                or self.candidates < 1:
-            raise ValueError(f"candidates must be an int >= 1, got {self.candidates!r}")
-        if self.max_afterstates is not None and (
-                isinstance(self.max_afterstates, bool)
-                or not isinstance(self.max_afterstates, int)):
-            raise ValueError(f"max_afterstates must be None or an int, got "
-                             f"{self.max_afterstates!r}")
+        check_int("candidates", self.candidates, minimum=1)
+        # a width of the afterstate list: -1 or 2**40 reached JAX as a shape
+        check_int("max_afterstates", self.max_afterstates, minimum=1, optional=True)
         if self.objective is not None and not (callable(getattr(self.objective, "values", None))
                                                and callable(getattr(self.objective, "terminal",
                                                                     None))):

@@ -26,6 +26,7 @@ import jax.numpy as jnp
 
 from turbozero.networks.heads import check_value_format
 from turbozero.networks.value_formats import ScalarValue, ValueFormat, mover_to_seats
+from turbozero.search import checks
 
 
 @dataclasses.dataclass(frozen=True)
@@ -165,7 +166,30 @@ def search(env: Any, evaluator: NetworkEvaluator, variables: Any, states: Any, k
     if risk_beta is not None and not family.risk_beta:
         raise ValueError(f"per-seat risk betas need a family with a risk term (tree, cpu); "
                          f"the {family.name!r} family ({type(config).__name__}) has none")
-    return family.run(env, evaluator, variables, states, key, config, risk_beta)
+    # at trace time, on shapes: a batch of states, an evaluator of the env's width
+    # (turbozero/search/checks.py); the host-side families check their evaluator's outputs
+    # themselves, and the graph family its two-player network (mcgs._as_logits)
+    batch = checks.check_batch(env, states)
+    if family.jittable and isinstance(evaluator, NetworkEvaluator) and not env.is_simultaneous:
+        checks.check_evaluator(env, evaluator, variables, states, batch)
+    if not (family.jittable and checks.evaluator_checks_enabled()):
+        return family.run(env, evaluator, variables, states, key, config, risk_beta)
+    # the debug switch: every network call checked on the host for non-finite outputs
+    evaluator = checks.with_checked_outputs(evaluator, family.name)
+    traced = any(isinstance(leaf, jax.core.Tracer)
+                 for leaf in jax.tree_util.tree_leaves((variables, states, key)))
+    if traced:  # the caller's compiled function raises; cli.main says its line
+        return family.run(env, evaluator, variables, states, key, config, risk_beta)
+    try:
+        return jax.block_until_ready(
+            family.run(env, evaluator, variables, states, key, config, risk_beta))
+    except checks.NonFiniteEvaluation as err:
+        raise ValueError(checks.evaluator_error_line(err) or str(err)) from None
+    except jax.errors.JaxRuntimeError as err:
+        line = checks.evaluator_error_line(err)
+        if line is None:
+            raise
+        raise ValueError(line) from None
 
 
 __all__ = ["Family", "NetworkEvaluator", "SearchOutput", "SearchResult", "available_families",

@@ -37,7 +37,6 @@ is full is dropped (no visit is counted) and `stats["dropped_playouts"]` counts 
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any, Callable, ClassVar, Literal, NamedTuple, Optional
 
 import chex
@@ -52,6 +51,7 @@ from turbozero.search.api import SearchResult, register_family
 from turbozero.search.fpu import first_play_urgency
 from turbozero.search.loops import batch_while, default_unroll
 from turbozero.search.noise import mix_legal_noise
+from turbozero.validation import check_int, check_real
 
 EvalFn = Callable[[Any, Any], tuple[jax.Array, jax.Array, jax.Array, jax.Array]]
 # Per-player arrays are padded to A = env.num_actions (outcomes, priors, edges): a static shape
@@ -113,32 +113,28 @@ class MCGSConfig:
         return dataclasses.replace(self, dirichlet_fraction=0.0, temperature=0.0)
 
     def __post_init__(self) -> None:
-        if self.num_simulations < 1:
-            raise ValueError(f"mcgs: num_simulations must be >= 1, got {self.num_simulations}")
+        # the library's rule (turbozero/validation.py): integers are integers within int32,
+        # numbers finite; NaN passed every check below it once, and 2.5 simulations ran 2
+        check_int("mcgs: num_simulations", self.num_simulations, minimum=1)
+        check_int("mcgs: capacity", self.capacity, optional=True)
         if self.capacity is not None and self.capacity < 2:
             raise ValueError(f"mcgs: capacity {self.capacity} is too small for one playout "
                              "(the root and one child need 2 nodes)")
-        if self.temperature < 0:
-            raise ValueError(f"mcgs: temperature must be >= 0, got {self.temperature}")
-        if self.c_puct < 0:
-            raise ValueError(f"mcgs: c_puct must be >= 0, got {self.c_puct}")
-        if self.short_circuit_factor <= 0:
-            raise ValueError("mcgs: short_circuit_factor must be > 0")
+        check_real("mcgs: temperature", self.temperature, minimum=0.0)
+        check_real("mcgs: c_puct", self.c_puct, minimum=0.0)
+        check_real("mcgs: fpu_offset", self.fpu_offset)
+        check_real("mcgs: short_circuit_factor", self.short_circuit_factor, above=0.0)
+        for name in ("transpositions", "short_circuit"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"mcgs: {name} must be True or False, got "
+                                 f"{getattr(self, name)!r}")
         if self.evaluator_input not in ("observation", "state"):
             raise ValueError(f"mcgs: evaluator_input must be 'observation' or 'state', got "
                              f"{self.evaluator_input!r}")
-        if not 0.0 <= self.dirichlet_fraction <= 1.0:
-            raise ValueError(f"mcgs: dirichlet_fraction must be in [0, 1], got "
-                             f"{self.dirichlet_fraction}")
-        if not self.dirichlet_alpha > 0:
-            raise ValueError(f"mcgs: dirichlet_alpha must be > 0, got {self.dirichlet_alpha}")
-        if not 0.0 <= self.exploration_floor < math.inf:
-            raise ValueError(f"mcgs: exploration_floor must be finite and >= 0, got "
-                             f"{self.exploration_floor}")
-        if self.walk_unroll is not None and (isinstance(self.walk_unroll, bool) or not isinstance(
-                self.walk_unroll, (int, np.integer)) or self.walk_unroll < 1):
-            raise ValueError(f"mcgs: walk_unroll must be None or an integer >= 1, got "
-                             f"{self.walk_unroll!r}")
+        check_real("mcgs: dirichlet_fraction", self.dirichlet_fraction, minimum=0.0, maximum=1.0)
+        check_real("mcgs: dirichlet_alpha", self.dirichlet_alpha, above=0.0)
+        check_real("mcgs: exploration_floor", self.exploration_floor, minimum=0.0)
+        check_int("mcgs: walk_unroll", self.walk_unroll, minimum=1, optional=True)
 
     @property
     def num_nodes(self) -> int:

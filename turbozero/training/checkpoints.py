@@ -78,9 +78,12 @@ def read_marker(path: str) -> dict[str, Any]:
         raise ValueError(f"{path} is not a turbozero run directory (no {MARKER})")
     try:
         with open(marker, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, json.JSONDecodeError) as err:
+            found = json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise ValueError(f"{marker} is damaged: {_reason(err)}") from None
+    if not isinstance(found, dict):
+        raise ValueError(f"{marker} is damaged: a JSON {type(found).__name__}, not an object")
+    return found
 
 
 def _reason(err: BaseException) -> str:
@@ -218,6 +221,17 @@ def step_damage(directory: str, step: int) -> Optional[str]:
     return None
 
 
+def newest_whole_step(run_path: str) -> Optional[int]:
+    """The newest checkpoint step of a run directory whose metadata is whole (`step_damage`),
+    read from the listing without restoring or changing anything; None when there is none.
+    (A step whose arrays are damaged is found only by restoring it.)"""
+    directory = os.path.join(run_path, "checkpoints")
+    if not os.path.isdir(directory):
+        return None
+    steps = sorted((int(n) for n in os.listdir(directory) if n.isdigit()), reverse=True)
+    return next((s for s in steps if step_damage(directory, s) is None), None)
+
+
 def nonfinite_variables(state: Any) -> Optional[str]:
     """The first network variable (parameter or BatchNorm statistic) of a restored loop state
     that holds a NaN or an infinity, or None. Training from such parameters only spreads them
@@ -345,9 +359,11 @@ class RunDirectory:
                     f"({self._contents()}): {resumable}replace it with --overwrite (Python: "
                     "overwrite=True), or choose another run directory")
         distributed.barrier("turbozero run directory checked")
+        # what overwrite=True removed (`turbozero train --overwrite` lists it), else []
+        self.replaced: list[str] = []
         if distributed.is_primary():
             if exists and overwrite:
-                self._remove_run()
+                self.replaced = self._remove_run()
             os.makedirs(self.path, exist_ok=True)
             if not resume:  # a resumed run rewrites it once a checkpoint is restored
                 self._write_marker()
@@ -359,14 +375,27 @@ class RunDirectory:
     def _write_marker(self) -> None:
         write_json_atomic(os.path.join(self.path, MARKER), self.identity)
 
-    def _remove_run(self) -> None:
-        """Remove the run found here (overwrite=True): the files the library writes only."""
+    def _remove_run(self) -> list[str]:
+        """Remove the run found here (overwrite=True): the files the library writes only.
+        What it removed, each with what it held (`replaced`)."""
+        removed = []
         for name in RUN_FILES:
             target = os.path.join(self.path, name)
-            if os.path.isdir(target):
+            if name == "checkpoints" and os.path.isdir(target):
+                steps = self._steps()
+                removed.append("checkpoints/ (" + (f"iterations {', '.join(map(str, steps))})"
+                                                    if steps else "no step)"))
+            elif name == "metrics.jsonl" and os.path.exists(target):
+                removed.append(f"metrics.jsonl ({self._metrics_lines()})")
+            elif os.path.isdir(target):
+                removed.append(f"{name}/")
+            elif os.path.lexists(target):
+                removed.append(name)
+            if os.path.isdir(target) and not os.path.islink(target):
                 shutil.rmtree(target)
-            elif os.path.exists(target):
+            elif os.path.lexists(target):
                 os.remove(target)
+        return removed
 
     def _steps(self) -> list[int]:
         d = self.checkpoint_dir
@@ -396,10 +425,14 @@ class RunDirectory:
         parts = [f"checkpoints of iterations {', '.join(map(str, steps))}" if steps
                  else "no checkpoint"]
         if os.path.exists(self.metrics_path):
-            with open(self.metrics_path, encoding="utf-8", errors="replace") as f:
-                lines = sum(1 for line in f if line.strip())
-            parts.append(f"{lines} line{'s' if lines != 1 else ''} of metrics")
+            parts.append(self._metrics_lines())
         return "; ".join(parts)
+
+    def _metrics_lines(self) -> str:
+        """"N lines of metrics" of the metrics file (which exists)."""
+        with open(self.metrics_path, encoding="utf-8", errors="replace") as f:
+            lines = sum(1 for line in f if line.strip())
+        return f"{lines} line{'s' if lines != 1 else ''} of metrics"
 
     def _check_compatible(self, found: dict[str, Any]) -> None:
         for field in ("game", "network"):

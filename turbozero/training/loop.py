@@ -33,7 +33,9 @@ from turbozero.training.checkpoints import RunDirectory
 from turbozero.training.evaluation import (MatchCarry, match_progress, match_result,
                                            match_start, match_steps, match_summary,
                                            play_match_chunked)
+from turbozero.training.memory import check_loop_state
 from turbozero.training.metrics import MetricsWriter, TensorBoardWriter, require_tensorboardx
+from turbozero.training.nonfinite import NonFiniteTraining, untrained_reason
 from turbozero.training.config import TrainConfig
 from turbozero.training.run_config import check_env_config, config_to_json
 from turbozero.compile_cache import enable_compilation_cache
@@ -203,8 +205,13 @@ class Trainer:
         # eval_shape would trace it again
         self._init_state_fn = built
         stored = getattr(built, "load_stored", lambda *a: False)(cfg.seed)
-        if hasattr(cfg.optimizer, "check") and not stored:
-            cfg.optimizer.check(jax.eval_shape(build, cfg.seed).train_state.params)
+        if not stored:
+            shapes = jax.eval_shape(build, cfg.seed)
+            # a state larger than the device's memory: one line naming the settings, before
+            # anything is allocated (training/memory.py)
+            check_loop_state(shapes, cfg, self.mesh.devices.flat[0])
+            if hasattr(cfg.optimizer, "check"):
+                cfg.optimizer.check(shapes.train_state.params)
         return self._place(built(cfg.seed))
 
     @staticmethod
@@ -379,8 +386,13 @@ class Trainer:
         return record
 
     def run(self, num_iterations: Optional[int] = None, progress: bool = True,
-            callback: Optional[Callable[[dict], None]] = None) -> LoopState:
+            callback: Optional[Callable[[dict], None]] = None,
+            stop_on_nonfinite: bool = True) -> LoopState:
         """Train until `num_iterations` iterations are completed (default: the config's).
+
+        An iteration whose every update was skipped as non-finite (training/nonfinite.py) is
+        recorded (metrics, checkpoint when one is due, `callback`) and then, unless
+        `stop_on_nonfinite=False`, stops the run with `NonFiniteTraining` (a ValueError).
 
         Interrupted (Ctrl-C: `KeyboardInterrupt`), it stops with the run resumable: the state
         of the last completed iteration is saved as a checkpoint (unless it already is one,
@@ -439,6 +451,10 @@ class Trainer:
                     bar.update(1)
                 if callback is not None:
                     callback(record)
+                reason = untrained_reason(record, cfg.train_steps) if stop_on_nonfinite else None
+                if reason is not None:
+                    raise NonFiniteTraining(it, reason, saved,
+                                            None if self.run_dir is None else self.run_dir.path)
         except KeyboardInterrupt as err:
             if bar is not None:
                 bar.close()

@@ -231,13 +231,22 @@ def plot_metrics(
     labelled wins/finished) and the throughput. `keys=[...]` draws one panel per key instead.
     The Figure is made without pyplot, so no GUI backend is chosen or switched: a notebook
     shows the returned Figure, and `save_to="curves.png"` writes it to a file (in a script, save
-    it; `turbozero plot RUN_DIR` does).
+    it; `turbozero plot RUN_DIR` does). A file with no complete record, or none with `x_key`,
+    is a ValueError naming it (a damaged line: naming the line, `metric_lines`).
     """
     # matplotlib (0.5 s to import) only when curves are drawn
     from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
 
-    records = latest_per_iteration(read_metrics(path), x_key)
+    read = read_metrics(path)
+    records = latest_per_iteration(read, x_key)
+    # an empty or unreadable file drew blank panels ("not trained yet") and a PNG: refused
+    if not read:
+        raise ValueError(f"{path} holds no complete metrics record (empty, or its one line "
+                         "cut short): nothing to plot until an iteration has finished")
+    if not records:
+        raise ValueError(f"{path}: none of its {len(read)} records has the field {x_key!r} "
+                         "(not the metrics file of a turbozero run?)")
     if keys is None:
         fig = Figure(figsize=(15, 4), layout="constrained")
         loss_ax, win_ax, speed_ax = fig.subplots(1, 3)

@@ -33,7 +33,7 @@ from typing import Any, Sequence
 import envs
 from turbozero.training import migration
 from turbozero.training.algorithms import tree_config
-from turbozero.training.checkpoints import read_marker
+from turbozero.training.checkpoints import MARKER, read_marker
 from turbozero.training.config import TrainConfig
 
 DATACLASS_TAG = "__dataclass__"
@@ -538,10 +538,16 @@ def load_run_config(run_dir: str) -> Any:
     `Trainer(config, run_dir=...)`); runs made before configs were stored are read from the
     preset and overrides their `cli.json` recorded."""
     if not os.path.isdir(run_dir):
-        raise ValueError(f"{run_dir} does not exist")
+        raise ValueError(f"{run_dir} is a file, not a run directory" if os.path.exists(run_dir)
+                         else f"{run_dir} does not exist")
     marker = read_marker(run_dir)
     if "config" in marker:
-        return config_from_json(marker["config"])
+        try:
+            return config_from_json(marker["config"])
+        except (ValueError, TypeError, KeyError, AttributeError) as err:  # the file named
+            why = str(err) if isinstance(err, ValueError) else f"{type(err).__name__}: {err}"
+            raise ValueError(f"{os.path.join(run_dir, MARKER)} holds a config that cannot be "
+                             f"read: {why}") from None
     legacy = os.path.join(run_dir, "cli.json")
     if os.path.exists(legacy):
         with open(legacy, encoding="utf-8") as f:

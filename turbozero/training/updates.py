@@ -12,6 +12,7 @@ import optax
 
 from turbozero.training import replay
 from turbozero.training.types import TrainState
+from turbozero.validation import check_int, check_real
 
 # loss_fn(params, train_state, experience) -> (loss, (metrics, updates)); weight decay is the
 # optimizer's (MaskedWeightDecay), not a loss term
@@ -51,10 +52,8 @@ class WarmupCosine:
     end_fraction: float = 0.1
 
     def __post_init__(self) -> None:
-        if self.warmup_steps < 0:
-            raise ValueError(f"warmup_steps must be >= 0, got {self.warmup_steps}")
-        if not 0.0 <= self.end_fraction <= 1.0:
-            raise ValueError(f"end_fraction must be in [0, 1], got {self.end_fraction}")
+        check_int("warmup_steps", self.warmup_steps, minimum=0)
+        check_real("end_fraction", self.end_fraction, minimum=0.0, maximum=1.0)
 
     def __call__(self, peak: float, total_steps: int) -> optax.Schedule:
         return optax.warmup_cosine_decay_schedule(
@@ -79,8 +78,7 @@ class ClipByGlobalNorm:
     max_norm: float = 1.0
 
     def __post_init__(self) -> None:
-        if not self.max_norm > 0:
-            raise ValueError(f"max_norm must be > 0, got {self.max_norm}")
+        check_real("max_norm", self.max_norm, above=0.0)
 
     def transform(self) -> optax.GradientTransformation:
         return optax.clip_by_global_norm(self.max_norm)
@@ -97,8 +95,11 @@ class MaskedWeightDecay:
     params: tuple = ("kernel",)
 
     def __post_init__(self) -> None:
-        if not self.weight_decay >= 0:
-            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay}")
+        check_real("weight_decay", self.weight_decay, minimum=0.0)
+        # a string is a tuple of its letters to Python: "kernel" would mask nothing
+        if isinstance(self.params, str) or not all(isinstance(p, str) for p in self.params):
+            raise ValueError(f"params must be a tuple of parameter names, e.g. ('kernel',), "
+                             f"got {self.params!r}")
 
     def transform(self) -> optax.GradientTransformation:
         names = tuple(self.params)
@@ -114,6 +115,11 @@ class Adam:
     b2: float = 0.999
     eps: float = 1e-8
 
+    def __post_init__(self) -> None:
+        check_real("b1", self.b1, minimum=0.0, maximum=1.0)
+        check_real("b2", self.b2, minimum=0.0, maximum=1.0)
+        check_real("eps", self.eps, minimum=0.0)
+
     def __call__(self, schedule: optax.Schedule) -> optax.GradientTransformation:
         return optax.adam(schedule, b1=self.b1, b2=self.b2, eps=self.eps)
 
@@ -122,6 +128,11 @@ class Adam:
 class SGD:
     momentum: float = 0.9
     nesterov: bool = True
+
+    def __post_init__(self) -> None:
+        check_real("momentum", self.momentum, minimum=0.0, maximum=1.0)
+        if not isinstance(self.nesterov, bool):
+            raise ValueError(f"nesterov must be True or False, got {self.nesterov!r}")
 
     def __call__(self, schedule: optax.Schedule) -> optax.GradientTransformation:
         return optax.sgd(schedule, momentum=self.momentum or None, nesterov=self.nesterov)
@@ -144,8 +155,9 @@ class Optimizer:
     update: Any = Adam()
 
     def __post_init__(self) -> None:
-        if not self.learning_rate > 0:
-            raise ValueError(f"learning_rate must be > 0, got {self.learning_rate}")
+        # inf and NaN too: an infinite rate makes every parameter infinite at the first
+        # update, and the run then skips every step with nothing said
+        check_real("learning_rate", self.learning_rate, above=0.0)
 
     def build(self, total_steps: int) -> optax.GradientTransformation:
         parts = []
@@ -182,15 +194,17 @@ def _all_finite(tree: Any) -> jax.Array:
 def train_step(
     train_state: TrainState, experience, loss_fn: LossFn
 ) -> tuple[TrainState, dict]:
-    """One update; a step whose loss or gradients are not finite changes nothing (parameters,
-    optimizer state, BatchNorm statistics, step count) and reports `skipped_nonfinite = 1`
-    (docs/training.md)."""
+    """One update; a step whose loss, gradients or updated parameters are not finite changes
+    nothing (parameters, optimizer state, BatchNorm statistics, step count) and reports
+    `skipped_nonfinite = 1` (docs/training.md). The updated parameters are checked too: a
+    learning rate too large makes finite gradients into infinite parameters, and every later
+    step of the run would then be skipped with the network already lost."""
     grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
     (loss, (metrics, updates)), grads = grad_fn(
         train_state.params, train_state, experience
     )
-    finite = jnp.isfinite(loss) & _all_finite(grads)
     new_state = train_state.apply_gradients(grads=grads)
+    finite = jnp.isfinite(loss) & _all_finite(grads) & _all_finite(new_state.params)
     if train_state.batch_stats is not None and "batch_stats" in updates:
         new_state = new_state.replace(batch_stats=updates["batch_stats"])
     new_state = jax.tree_util.tree_map(
