@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import json
 import os
 import shlex
@@ -20,7 +19,7 @@ from tqdm.auto import tqdm
 
 from turbozero import presets
 from turbozero.compile_cache import enable_compilation_cache
-from turbozero.games import GAMES, game_spec
+from turbozero.games import GAMES, game_hook, game_spec
 from turbozero.play import load_agent, move_text_for, play_game, playable_games
 from turbozero.search.checks import evaluator_error_line
 from turbozero.training import Trainer, distributed, report
@@ -304,13 +303,8 @@ def _play(args: argparse.Namespace) -> int:
 
 def _error_rate(args: argparse.Namespace) -> int:
     game = load_run_config(args.run_dir).game
-    path = game_spec(game).error_rate
-    if not path:
-        judged = sorted(g for g, spec in GAMES.items() if spec.error_rate)
-        raise ValueError(f"{args.run_dir} is a run of {game}, which has no error-rate analysis "
-                         f"(games with one: {', '.join(judged)})")
-    module, _, attr = path.partition(":")
-    report_fn = getattr(importlib.import_module(module), attr)
+    report_fn = game_hook(game, "error_rate", f"{args.run_dir} is a run of {{game}}, which has "
+                          "no error-rate analysis (games with one: {games})")
     bar = report.tqdm_class()(total=args.positions, unit="position", leave=False,
                               desc="judging", disable=True if args.no_progress else None)
 

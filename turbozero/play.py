@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib
 import secrets
 from typing import Any, Callable, Optional, Protocol
 
@@ -24,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from turbozero.games import GAMES, game_spec
+from turbozero.games import GAMES, game_hook
 from turbozero.search.afterstate import (AfterstatePlayerConfig, AfterstateValuer, _lookahead,
                                          check_env, choose_afterstates)
 from turbozero.search.api import NetworkEvaluator
@@ -77,13 +76,8 @@ class MoveText(Protocol):
 
 def move_text_for(game: str) -> MoveText:
     """The game's MoveText (`GameSpec.move_text`, "module:attribute"); ValueError if none."""
-    path = game_spec(game).move_text
-    if not path:
-        playable = sorted(g for g, s in GAMES.items() if s.move_text)
-        raise ValueError(f"turbozero play does not know how to write {game}'s moves; games it "
-                         f"plays: {', '.join(playable)}")
-    module, _, attr = path.partition(":")
-    return getattr(importlib.import_module(module), attr)
+    return game_hook(game, "move_text", "turbozero play does not know how to write {game}'s "
+                     "moves; games it plays: {games}")
 
 
 def playable_games() -> list[str]:

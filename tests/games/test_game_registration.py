@@ -60,7 +60,7 @@ def _tiny_presets():
                          network={"hidden_sizes": (8,)},
                          algorithm=AlphaZero(search=kernel_search(4),
                                              acting=TemperatureSchedule(1.0, moves=2)),
-                         max_self_play_steps=7, max_eval_steps=7, eval_opponents=("random",))}
+                         max_self_play_steps=7, max_eval_steps=7, eval_opponents=())}
 
 
 @pytest.fixture

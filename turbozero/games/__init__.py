@@ -91,6 +91,18 @@ def game_spec(name: str) -> GameSpec:
     return GAMES[name]
 
 
+def game_hook(game: str, field: str, refusal: str) -> Any:
+    """The object the game's spec names in `field` ("module:attribute", imported on use, e.g.
+    `move_text`, `error_rate`). If it names none: ValueError(`refusal`), formatted with `game`
+    and `games`, the registered games that name one."""
+    path = getattr(game_spec(game), field)
+    if not path:
+        games = ", ".join(sorted(g for g, s in GAMES.items() if getattr(s, field)))
+        raise ValueError(refusal.format(game=game, games=games))
+    module, _, attr = path.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
 def presets_of(game: str) -> Optional[dict[str, Any]]:
     """{preset: settings} of a registered game, or None where it has none; with the measured
     times of its presets module where it has them (`MEASURED_TIMES`)."""
@@ -110,5 +122,5 @@ def measured_times_of(game: str) -> dict[str, str]:
 
 
 __all__ = ["ENTRY_POINT_GROUP", "GAMES", "MOVED_MODULES", "PRESETS", "GameSpec", "Opponent",
-           "build_network", "game_spec", "load_plugins", "measured_times_of", "presets_of",
-           "register_game"]
+           "build_network", "game_hook", "game_spec", "load_plugins", "measured_times_of",
+           "presets_of", "register_game"]

@@ -136,7 +136,7 @@ def config_from_cli_json(made: dict[str, Any]) -> Any:
     # the library's training reads one)
     from turbozero.presets import get_preset
 
-    overrides = {k: _tuplify(v) for k, v in made.get("overrides", {}).items()}
+    overrides = {k: tuplify(v) for k, v in made.get("overrides", {}).items()}
     legacy = {k: overrides.pop(k) for k in LEGACY_FIELDS if k in overrides}
     config = get_preset(made["game"], made["preset"], **overrides)
     if legacy:
@@ -144,14 +144,15 @@ def config_from_cli_json(made: dict[str, Any]) -> Any:
     return config
 
 
-def _tuplify(value: Any) -> Any:
+def tuplify(value: Any) -> Any:
     """JSON arrays as tuples, all the way down (configs hold tuples)."""
     if isinstance(value, list):
-        return tuple(_tuplify(v) for v in value)
+        return tuple(tuplify(v) for v in value)
     if isinstance(value, dict):
-        return {k: _tuplify(v) for k, v in value.items()}
+        return {k: tuplify(v) for k, v in value.items()}
     return value
 
 
 __all__ = ["MOVED_CLASSES", "MOVED_MODULES", "algorithm_with", "class_name",
-           "config_from_cli_json", "follow_search", "legacy_key", "stored_fields", "upgrade"]
+           "config_from_cli_json", "follow_search", "legacy_key", "stored_fields", "tuplify",
+           "upgrade"]

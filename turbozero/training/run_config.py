@@ -166,15 +166,6 @@ class OverrideError(ValueError):
         super().__init__(f"--set {key}: expected {expected}, got {got!r}")
 
 
-def _tuplify(value: Any) -> Any:
-    """JSON arrays as tuples, all the way down (configs hold tuples)."""
-    if isinstance(value, list):
-        return tuple(_tuplify(v) for v in value)
-    if isinstance(value, dict):
-        return {k: _tuplify(v) for k, v in value.items()}
-    return value
-
-
 def _first_member(want: Any, parse: Any, key: str, raw: Any) -> Any:
     """The value parsed as the first non-None member of the Union `want` that accepts it."""
     for arg in typing.get_args(want):
@@ -194,7 +185,7 @@ def _from_json_value(value: Any, hint: Any, current: Any, key: str) -> Any:
     want = _expected(hint, current)
     origin = typing.get_origin(want)
     if want is Any:
-        return _tuplify(value)
+        return migration.tuplify(value)
     if origin in (typing.Union, types.UnionType):
         if value is None and type(None) in typing.get_args(want):
             return None
@@ -325,7 +316,7 @@ def _from_text(text: str, hint: Any, current: Any, key: str) -> Any:
                      for i, t in enumerate(items))
     if want is Any:
         # nothing to check against (a new key of a dict): JSON if it parses, else the text
-        return _tuplify(_json_or_none(text, text))
+        return migration.tuplify(_json_or_none(text, text))
     parsed = _json_or_none(text, _MISSING)
     if parsed is _MISSING:
         raise OverrideError(key, _describe(want), text)
@@ -478,10 +469,10 @@ def _set_env_config(game: str, current: Any, path: list[str], text: str, key: st
         merged[name] = parse(name, text, key, True)
     else:
         value = _json_or_none(text, _MISSING) if text.strip()[:1] in "{[" else _MISSING
-        if isinstance(value, list) and _is_pairs(_tuplify(value)):
+        if isinstance(value, list) and _is_pairs(migration.tuplify(value)):
             # pairs as a run stores them, [["size", 9], ...]: an array replaces, as for any
             # tuple field; an object merges
-            value, merged = dict(_tuplify(value)), {}
+            value, merged = dict(migration.tuplify(value)), {}
         if not isinstance(value, dict):
             raise OverrideError(key, 'a JSON object of env options ({"option": value, ...}) '
                                 "or a [[option, value], ...] array", text)

@@ -33,7 +33,13 @@ import json
 import os
 from typing import Callable, Iterable, NamedTuple, Optional, Sequence
 
+import jax
 import numpy as np
+
+from envs.backgammon import from_gnubg_board, notation
+from envs.backgammon.gnubg_bridge import rules_flip_np
+from turbozero.play import load_agent
+from turbozero.training.checkpoints import write_json_atomic
 
 GnubgBoard = tuple[tuple[int, ...], tuple[int, ...]]  # (opponent, on roll), gnubg's order
 Player = Callable[["Decision", list], GnubgBoard]  # (decision, legal results) -> a result
@@ -199,8 +205,6 @@ class JudgeCache:
     def save(self) -> None:
         if not self.path or not self.dirty:
             return
-        from turbozero.training.checkpoints import write_json_atomic
-
         os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
         write_json_atomic(self.path, {"key": self.key, "best": self.best, "equity": self.equity})
         self.dirty = False
@@ -276,11 +280,6 @@ def random_player(seed: int) -> Player:
 
 def agent_player(agent) -> Player:
     """A run's complete-move player (`turbozero.play.load_agent`): its chosen move's result."""
-    import jax
-
-    from envs.backgammon import from_gnubg_board, notation
-    from envs.backgammon.gnubg_bridge import rules_flip_np
-
     def play(decision, results):
         state = from_gnubg_board(decision.board, decision.dice)
         moves, chosen, _ = agent.choose(state)
@@ -364,8 +363,6 @@ def report(run_dir: str, positions: int = DEFAULT_POSITIONS, seed: int = 0,
     check_judge_plies(judge_plies)  # the cheap refusals before loading anything
     check_positions(positions)
     import_gnubg()
-    from turbozero.play import load_agent
-
     agent = load_agent("backgammon", run_dir, plies)
     name = f"run, iteration {agent.iteration}, {plies}-ply"
     players = {name: agent_player(agent), **reference_players(seed)}
