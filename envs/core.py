@@ -279,6 +279,8 @@ class Env(abc.ABC):
         """Resolve the pending chance event with `outcome` (clipped into
         `[0, num_chance_outcomes)`); a no-op on a decision or terminal state."""
         self._require_stochastic("step_chance")
+        self._check_integers(outcome, "step_chance expects one integer outcome",
+                             "a float outcome is not truncated to one")
         return self._compiled("step_chance", self._resolve_chance)(state, outcome)
 
     def _resolve_chance(self, state: State, outcome: Array) -> State:
@@ -339,6 +341,28 @@ class Env(abc.ABC):
         shape = jnp.shape(action)
         if shape != expected:
             raise ValueError(f"{self.id}: step expects {what}, got shape {shape}")
+        self._check_integers(action, f"step expects {what}", "")
+
+    def _check_integers(self, value: Any, what: str, float_note: str) -> None:
+        """ValueError for a value jit would not take as int32 or would truncate: a float (the
+        dtype, checked while tracing too) or a concrete integer outside int32 (jax's overflow
+        error named no setting). An int32 outside the game's range stays the protocol's
+        illegal action (`step`) or is clipped (`step_chance`)."""
+        if isinstance(value, (str, bytes)):
+            raise ValueError(f"{self.id}: {what}, got text {value!r}")
+        dtype = getattr(value, "dtype", None)
+        if dtype is None:
+            dtype = np.asarray(value).dtype
+        if jnp.issubdtype(dtype, jnp.bool_) or not jnp.issubdtype(dtype, jnp.integer):
+            raise ValueError(f"{self.id}: {what}, got dtype {dtype}"
+                             + (f" ({float_note})" if float_note
+                                and jnp.issubdtype(dtype, jnp.floating) else ""))
+        if isinstance(value, jax.core.Tracer) or np.can_cast(dtype, np.int32):
+            return  # traced, or a dtype int32 holds (no device-to-host read of an array)
+        v = np.asarray(value)
+        info = np.iinfo(np.int32)
+        if v.size and (int(v.min()) < info.min or int(v.max()) > info.max):
+            raise ValueError(f"{self.id}: {what}, got {value!r}, outside int32")
 
     def _check_player(self, player: Any, what: str) -> None:
         """ValueError for a concrete player id outside [0, num_players) (traced: unchecked)."""

@@ -80,3 +80,25 @@ def test_require_unbatched_names_the_caller_and_the_batch_shape(states):
     batched = jax.tree_util.tree_map(lambda x: jnp.stack([jnp.stack([x, x])] * 3), state)
     with pytest.raises(ValueError, match=r"^mine takes one unbatched state, got a batch of shape \(3, 2\)"):
         require_unbatched(batched, "mine")
+
+
+def test_wide_and_float_actions_and_outcomes_are_named_not_overflowed(states):
+    """Issue 45 item 1: an action or chance outcome jit would overflow (a Python int beyond
+    int32) or truncate (a float outcome; float actions were already refused) is one ValueError
+    naming the value, not jax's OverflowError or a silently different outcome."""
+    import numpy as np
+
+    bg, state = states["backgammon"]
+    key = jax.random.PRNGKey(1)
+    for action in (2**40, -2**40, np.int64(2**33)):
+        with pytest.raises(ValueError, match="outside int32"):
+            bg.step(state, action, key)
+    with pytest.raises(ValueError, match="a float outcome is not truncated"):
+        bg.step_chance(state, 1.7)
+    with pytest.raises(ValueError, match="outside int32"):
+        bg.step_chance(state, 2**40)
+    rat, rat_state = states["pyrat"]
+    with pytest.raises(ValueError, match="outside int32"):
+        rat.step(rat_state, [0, 2**40])
+    # what int32 holds still steps: an out-of-range action is the protocol's illegal move
+    assert bool(bg.step(state, np.int64(10**6), key).terminated)
