@@ -362,6 +362,8 @@ def _parse_fen(fen: str):
         raise ValueError(f"bad move counters {half_s!r} {full_s!r}") from None
     if halfmove < 0 or fullmove < 1:
         raise ValueError(f"bad move counters {half_s!r} {full_s!r}")
+    if max(halfmove, fullmove) > np.iinfo(np.int32).max:  # the state holds int32 counters
+        raise ValueError(f"move counters {half_s!r} {full_s!r} are beyond int32")
     kings = {c: s for s, p in pieces.items() for c in (0, 1) if p == (c, 5)}
     if _attacked(pieces, kings[1 - color], color):
         raise ValueError("the side not to move is in check")
