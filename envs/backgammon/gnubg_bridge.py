@@ -76,8 +76,9 @@ def rules_flip_np(board: np.ndarray) -> np.ndarray:
     return -np.asarray(board)[rules._FLIP]
 
 
-# complete moves for the referee: M large enough that no position of a test or a game has
-# overflowed it (the largest seen: 783); an overflow falls back to the depth-first search
+# complete moves for the referee: M large enough for what play meets (gnubg 0-ply self-play's
+# largest list: 783); an overflow falls back to the depth-first search. Random positions can
+# hold more: the slow gnubg-nn sweep's sample has a 1-1 with 1,308, listed with M = 3060
 REFEREE_MAX_AFTERSTATES = 1024
 
 
