@@ -63,7 +63,7 @@ def check_duplicate(game: str, opponents: Sequence[str], games: int,
                     fix: str = "--games N with N even, or --no-duplicate for independent "
                                "games") -> None:
     """Fail before any training or compiling where duplicate games cannot be played: an
-    opponent that plays them by default (`Opponent.duplicate`, gnubg) needs an even number of
+    opponent that plays them by default (`Opponent.duplicate`) needs an even number of
     games unless `duplicate` is False; `duplicate` given for an opponent without them."""
     pairs = {o.name for o in game_spec(game).opponents if o.duplicate}
     for opp in opponents:
@@ -403,9 +403,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override a field of the run's config for this evaluation only, e.g. "
                         "eval_search.num_simulations=512 (the run directory is not changed)")
     e.add_argument("--no-duplicate", action="store_true",
-                   help="gnubg: independent games (default: duplicate games, each dice sequence "
-                        "played twice with the seats swapped, the standard error taken over the "
-                        "pairs; docs/learning.md, 'Duplicate games')")
+                   help="independent games against an opponent that plays duplicate games by "
+                        "default (each chance sequence played twice with the seats swapped, the "
+                        "standard error taken over the pairs; docs/learning.md)")
     e.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     e.add_argument("--no-progress", action="store_true",
                    help="no progress bar of the games (shown on a terminal only)")
@@ -425,25 +425,24 @@ def build_parser() -> argparse.ArgumentParser:
     y_first.add_argument("--agent-first", action="store_true",
                          help="the agent plays the opening roll (default: the roll decides)")
     y.set_defaults(func=_play)
-    r = sub.add_parser("error-rate", help="a run's error rate judged by gnubg (backgammon)",
-                       description="The mean equity a run's complete-move player loses per "
-                       "decision (x1000), judged by gnubg at --judge-plies on a fixed, seeded "
-                       "set of positions from gnubg self-play, split contact / race, beside "
-                       "gnubg 0-ply, PubEval and a random player on the same positions "
-                       "(docs/learning.md, 'Error rate judged by gnubg').")
+    r = sub.add_parser("error-rate", help="a run's error rate judged by its game's referee",
+                       description="The mean value a run's player loses per decision (x1000), "
+                       "judged by the referee its game registers (GameSpec.error_rate) at "
+                       "--judge-plies on a fixed, seeded set of positions, beside the "
+                       "referee's reference players on the same positions (docs/learning.md).")
     r.add_argument("run_dir", metavar="RUN_DIR")
     r.add_argument("--positions", type=int, default=500,
                    help="decisions in the set (default 500; the set is the same for the same "
                         "--positions and --seed)")
     r.add_argument("--seed", type=int, default=0, help="the position set's seed (default 0)")
     r.add_argument("--judge-plies", type=int, default=2,
-                   help="gnubg's look-ahead when judging, 0-4 (default 2, gnubg's world-class "
-                        "analysis)")
+                   help="the referee's look-ahead when judging (default 2; a depth the referee "
+                        "cannot judge at is refused in one line)")
     r.add_argument("--plies", type=int, choices=(0, 1, 2), default=0,
                    help="the run's player's look-ahead over the dice (default 0)")
     r.add_argument("--json", action="store_true", help="print one JSON object")
     r.add_argument("--no-cache", action="store_true",
-                   help="judge every position again (default: gnubg's judgments are kept in "
+                   help="judge every position again (default: the referee's judgments are kept in "
                         "~/.cache/turbozero-error-rate and reused)")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
     r.set_defaults(func=_error_rate)

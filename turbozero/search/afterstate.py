@@ -130,7 +130,7 @@ class AfterstateValuer:
 
 def _afterstates(env, states: State, m: Optional[int]):
     """`env.afterstates` of a batch of any leading shape, through one vmap over the flattened
-    batch (an env may pool work across that axis: backgammon lists all doubles together)."""
+    batch (an env may pool work across that axis, e.g. list its costly cases together)."""
     shape = states.current_player.shape
     flat = jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[len(shape):]), states)
     out = jax.vmap(lambda s: env.afterstates(s, m))(flat)

@@ -241,9 +241,8 @@ def play_outside_match(env: Env, agent: Callable, variables: Any, key: jax.Array
     chance, the agent in seat 0 in one and seat 1 in the other: the same start (one `init`
     key) and the same outcome at each of the game's chance events, counted from its start
     (`duplicate_chance_step`), so each dice sequence is played twice with the seats swapped
-    (`duplicate_summary` takes the SE over the pairs). Measured on backgammon against gnubg
-    the two games of a pair are uncorrelated, so the SE is no smaller than independent
-    games' (docs/learning.md, "Duplicate games")."""
+    (`duplicate_summary` takes the SE over the pairs; what pairing buys is measured per game
+    in docs/learning.md, "Duplicate games")."""
     if duplicate:
         _check_duplicate(env, num_games)
         step = _duplicate_step(env)
@@ -301,7 +300,7 @@ def duplicate_chance_step(env: Env, state: State, action: jax.Array, key: jax.Ar
     """`env.step` for one game of a duplicate pair: the decision, then, where it leaves a chance
     event, the outcome drawn from `fold_in(key, chance_count)`, the game's own count of its
     chance events. Two games with the same `key` see the same outcome at their n-th chance
-    event whatever the moves in between (for backgammon: the same roll at each turn); the
+    event whatever the moves in between; the
     count after the step is returned."""
     after = env.step_deterministic(state, action)
     rolled = env.sample_chance(after, jax.random.fold_in(key, chance_count))
