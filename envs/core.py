@@ -328,20 +328,14 @@ class Env(abc.ABC):
         if isinstance(action, (str, bytes)):
             raise ValueError(f"{self.id}: action {action!r} is text; step with "
                              "env.string_to_action(state, text)")
-        dtype = getattr(action, "dtype", None)
-        if dtype is None:
-            dtype = np.asarray(action).dtype
         expected = (self.num_players,) if self.is_simultaneous else ()
         what = (f"one action per player, int[{self.num_players}]" if self.is_simultaneous
                 else "one integer action, shape ()")
-        if not jnp.issubdtype(dtype, jnp.integer):
-            raise ValueError(f"{self.id}: step expects {what}, got dtype {dtype}"
-                             + (" (a float action is not truncated to a move)"
-                                if jnp.issubdtype(dtype, jnp.floating) else ""))
+        self._check_integers(action, f"step expects {what}",
+                             "a float action is not truncated to a move")
         shape = jnp.shape(action)
         if shape != expected:
             raise ValueError(f"{self.id}: step expects {what}, got shape {shape}")
-        self._check_integers(action, f"step expects {what}", "")
 
     def _check_integers(self, value: Any, what: str, float_note: str) -> None:
         """ValueError for a value jit would not take as int32 or would truncate: a float (the
