@@ -21,10 +21,12 @@ from turbozero.search.acting import act, random_argmax
 from turbozero.search.backup import backup
 from turbozero.search.loops import batch_while, default_unroll
 from turbozero.search.model import EnvModel, ModelOutput
+from turbozero.search.node_table import (
+    NodeColumns, check_exact, pack_nodes, strip_nodes, unpack_nodes)
 from turbozero.search.api import SearchResult, register_family
 from turbozero.search.roots import GumbelRoot, PUCTRoot, RootExtra
 from turbozero.search.selection import (
-    MctxPUCT, NodeStats, SpecPUCT, masked_argmax, node_stats, row_stats)
+    MctxPUCT, NodeStats, SpecPUCT, gathered_stats, masked_argmax, node_stats)
 from turbozero.search.tree import (
     NO_ACTION, ROOT_INDEX, UNVISITED, Tree, compact_children, empty_tree)
 from turbozero.validation import check_int, check_real
@@ -110,6 +112,9 @@ class _Loop(NamedTuple):
     # and children_prior (its bits) side by side (`_pack_children`); the tree holds None there
     children: Optional[jax.Array] = None
     trips: Optional[jax.Array] = None  # int32[] while-loop trips of the walks and backups
+    # float32[B, N, F] during the search loop: the tree's per-node statistics side by side
+    # (`turbozero.search.node_table`); the tree holds None there
+    table: Optional[jax.Array] = None
 
 
 class _Descent(NamedTuple):
@@ -120,8 +125,7 @@ class _Descent(NamedTuple):
     action: jax.Array  # int32[B] action id of that slot
     new: jax.Array  # bool[B] the walk ends by creating a child of `node` at `slot`
     done: jax.Array  # bool[B]
-    virtual_loss: Optional[jax.Array]  # int32[B, N] the trees' virtual loss with this walk's
-    # added (None with one leaf per step: none is added)
+    depth: jax.Array  # float32[B] depth of `node` (the new node's is one more)
 
 
 def _leaf_value(out: ModelOutput) -> jax.Array:
@@ -163,11 +167,10 @@ def _unpack_children(packed: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array
 
 def _write_nodes(
     tree: Tree, b: jax.Array, node: jax.Array, embedding: Any, out: ModelOutput,
-    reward: jax.Array, k: int, children: Optional[jax.Array] = None,
-) -> tuple[Tree, Optional[jax.Array]]:
-    """Expand nodes `node` (int32[M], out of range = skip) of trees `b` (int32[M]). The child
-    rows go to the tree's arrays, or to the packed `children` when given (`_Loop.children`);
-    returns (tree, children)."""
+    reward: jax.Array, k: int,
+) -> Tree:
+    """Expand nodes `node` (int32[M], out of range = skip) of trees `b` (int32[M]) of a tree
+    holding its own arrays (the root's expansion, `init_tree`)."""
     legal = out.legal & ~out.terminal[:, None]
     actions, prior = compact_children(legal, out.prior_logits, k)  # [M, K]
     emb = jax.tree_util.tree_map(
@@ -177,49 +180,85 @@ def _write_nodes(
             raw_wdl=tree.raw_wdl.at[b, node].set(_seat_wdl(out, reward), mode="drop"))
     if tree.chance is not None:
         tree = tree._replace(chance=tree.chance.at[b, node].set(out.chance, mode="drop"))
-    tree = tree._replace(
+    return tree._replace(
         raw_value=tree.raw_value.at[b, node].set(_leaf_value(out), mode="drop"),
         reward=tree.reward.at[b, node].set(reward, mode="drop"),
         player=tree.player.at[b, node].set(out.player, mode="drop"),
         terminal=tree.terminal.at[b, node].set(out.terminal, mode="drop"),
         embedding=emb,
-    )
-    if children is not None:
-        rows = _pack_children(actions, jnp.full_like(actions, UNVISITED), prior)
-        return tree, children.at[b, node].set(rows, mode="drop")
-    return tree._replace(
         children_action=tree.children_action.at[b, node].set(actions, mode="drop"),
         children_prior=tree.children_prior.at[b, node].set(prior, mode="drop"),
         children_index=tree.children_index.at[b, node].set(UNVISITED, mode="drop"),
-    ), None
+    )
+
+
+def _expand_packed(
+    table: jax.Array, children: jax.Array, embedding: Any, cols: NodeColumns, b: jax.Array,
+    node: jax.Array, child_emb: Any, out: ModelOutput, reward: jax.Array, k: int,
+) -> tuple[jax.Array, jax.Array, Any]:
+    """`_write_nodes` inside the search loop: the expansion's columns of the packed node table
+    (`reward` to the end, one scatter), the packed child rows (one scatter) and the byte
+    embeddings (one scatter). Returns (table, children, embedding)."""
+    legal = out.legal & ~out.terminal[:, None]
+    actions, prior = compact_children(legal, out.prior_logits, k)  # [M, K]
+    f32 = jnp.float32
+    parts = [reward, _leaf_value(out)]
+    if cols.with_wdl:
+        parts.append(_seat_wdl(out, reward))
+    parts += [out.player.astype(f32)[:, None], out.terminal.astype(f32)[:, None]]
+    if cols.with_chance:
+        parts.append(out.chance.astype(f32)[:, None])
+    table = table.at[b, node, cols.reward:].set(jnp.concatenate(parts, axis=-1), mode="drop")
+    rows = _pack_children(actions, jnp.full_like(actions, UNVISITED), prior)
+    emb = jax.tree_util.tree_map(
+        lambda dst, src: dst.at[b, node].set(src, mode="drop"), embedding, child_emb)
+    return table, children.at[b, node].set(rows, mode="drop"), emb
+
+
+class _Walks(NamedTuple):
+    """The carry of `_select_leaves`' walks (one per leaf of a step)."""
+
+    table: jax.Array  # float32[B, N, F] the packed node table (`node_table`)
+    children: jax.Array  # int32[B, N, K, 3] the packed child rows (`_pack_children`)
+    next_node: jax.Array  # int32[B]
+    leaves: jax.Array  # int32[B, L]
+    parents: jax.Array  # int32[B, L]
+    actions: jax.Array  # int32[B, L]
+    new: jax.Array  # bool[B, L]
+    trips: jax.Array  # int32[]
 
 
 def _select_leaves(
-    tree: Tree, children: jax.Array, active: jax.Array, extra: RootExtra,
-    config: TreeSearchConfig, risk: Optional[jax.Array] = None,
-) -> tuple[Tree, jax.Array, jax.Array, jax.Array, jax.Array, jax.Array,
-           jax.Array]:
-    """Select L leaves in every tree of the batch (embedding-less; its child rows are the
-    packed `children`, int32[B, N, K, 3], `_pack_children`), one after the other.
+    table: jax.Array, children: jax.Array, next_node: jax.Array, cols: NodeColumns,
+    active: jax.Array, extra: RootExtra, config: TreeSearchConfig,
+    risk: Optional[jax.Array] = None,
+) -> _Walks:
+    """Select L leaves in every tree of the batch, one after the other, on the packed node
+    table float32[B, N, F] (`node_table`, columns `cols`) and child rows int32[B, N, K, 3]
+    (`_pack_children`).
 
-    Returns (tree with the new nodes allocated and virtual loss on the paths, children with
-    the new nodes linked, leaf int32[B, L], parent int32[B, L], action int32[B, L], new
-    bool[B, L], the walks' loop trips int32[]). A walk ends at a terminal node, at a node
-    whose evaluation is pending (allocated earlier in this step: the leaf is evaluated once and
-    backed up once per walk), or by allocating the child of an unexpanded slot. `active`:
-    bool[L] (the last step of a search may select fewer); `risk`: float32[B, P] the risk beta
-    of each seat in each game (None: the selection's own beta).
+    Returns the walks' end (`_Walks`): the table with the new nodes allocated and virtual loss
+    on the paths, the child rows with the new nodes linked, and per leaf its node, parent,
+    action and whether it is new, with the walks' loop trips. A walk ends at a terminal node,
+    at a node whose evaluation is pending (allocated earlier in this step: the leaf is
+    evaluated once and backed up once per walk), or by allocating the child of an unexpanded
+    slot. `active`: bool[L] (the last step of a search may select fewer); `risk`:
+    float32[B, P] the risk beta of each seat in each game (None: the selection's own beta).
+
+    A level of a walk reads the node's row of the table (one gather), its child row (one
+    gather) and the five numbers of each child selection needs (one gather): on a GPU each
+    gather is a kernel launch, and launches are what a cheap model's search costs.
 
     Written on the batch, not vmapped over trees: a vmapped `while_loop` whose condition
     differs per tree selects every carried array between old and new on every iteration, and
     on CPU those copies and selects cost more than the walk itself (docs/benchmarks.md,
     "The tree kernel against its model floor"). Here a finished walk keeps its node by
-    one `where` on int32[B] and adds no virtual loss; the arrays a walk only reads stay out of
-    the loop's carry."""
+    one `where` on int32[B] and adds no virtual loss."""
     sel, root = config.selection, config.root
     n_sims = config.num_simulations
-    b, n = tree.batch_size, tree.num_nodes
+    b, n = table.shape[0], table.shape[1]
     rows = jnp.arange(b)
+    f32 = jnp.float32
 
     def scores_of(stats: NodeStats, mover, at_root, extra1, raw, chance, beta_p):
         """float32[K] selection scores at one node of one tree (vmapped below)."""
@@ -234,38 +273,47 @@ def _select_leaves(
             scores = jnp.where(chance, by_prob, scores)
         return masked_argmax(scores, stats.valid)
 
-    stats_of = jax.vmap(row_stats, in_axes=(0, 0, 0, 0, 0, None))
-    slot_of = jax.vmap(scores_of, in_axes=(0, 0, 0, 0, 0, None if tree.chance is None else 0,
+    slot_of = jax.vmap(scores_of, in_axes=(0, 0, 0, 0, 0, None if not cols.with_chance else 0,
                                            None if risk is None else 0))
     # With one leaf per step the virtual loss a walk adds is never read (a walk reads the
     # children of the nodes on its path, which it has not entered yet) and the backup takes it
     # back: the tree ends the step with the virtual loss it started with. So L = 1 adds none.
     with_vl = active.shape[0] > 1
-
     unroll = default_unroll(config.walk_unroll)
+    # the five columns of a child that selection reads, by the node's mover
+    child_cols = jnp.array([cols.visits, cols.virtual_loss, cols.value_sum, cols.value_sq_sum,
+                            cols.reward], jnp.int32)
+    mover_shift = jnp.array([0, 0, 1, 1, 1], jnp.int32)
 
-    def walk(j, carry):
-        t, kids_all, leaves, parents, actions, news, trips = carry
+    def walk(j, w: _Walks) -> _Walks:
+        kids_all = w.children
 
-        def cond(d: _Descent):
-            return jnp.any(~d.done)
+        def cond(c):
+            return jnp.any(~c[0].done)
 
-        def body(d: _Descent) -> _Descent:
+        def body(c):
+            d, tab = c
             node = d.node
-            tv = t
             if with_vl:  # a finished walk adds none
-                vl = d.virtual_loss.at[rows, node].add((~d.done).astype(jnp.int32))
-                tv = t._replace(virtual_loss=vl)
+                tab = tab.at[rows, node, cols.virtual_loss].add((~d.done).astype(f32))
+            row = tab[rows, node]  # [B, F]
+            mover = row[:, cols.player].astype(jnp.int32)
             # the one read of the [B, N, K] child arrays: the packed rows, then [B, K] arrays
             acts, kids, prior = _unpack_children(kids_all[rows, node])
-            stats = stats_of(tv, node, kids, acts, prior, config.discount)
-            mover = tv.player[rows, node]
-            raw = tv.raw_value[rows, node, mover]
-            chance = None if tv.chance is None else tv.chance[rows, node]
+            safe = jnp.where(kids != UNVISITED, kids, 0)
+            which = child_cols[None] + mover_shift[None] * mover[:, None]  # [B, 5]
+            got = tab[rows[:, None, None], safe[:, :, None], which[:, None, :]]  # [B, K, 5]
+            node_vs = jnp.take_along_axis(row, (cols.value_sum + mover)[:, None], 1)[:, 0]
+            parent_visits = row[:, cols.visits].astype(jnp.int32)
+            stats = gathered_stats(
+                kids, acts, prior, got[..., 0].astype(jnp.int32), got[..., 1].astype(jnp.int32),
+                got[..., 2], got[..., 3], got[..., 4], parent_visits, node_vs, config.discount)
+            raw = jnp.take_along_axis(row, (cols.raw_value + mover)[:, None], 1)[:, 0]
+            chance = row[:, cols.chance] != 0 if cols.with_chance else None
             slot = slot_of(stats, mover, node == ROOT_INDEX, extra, raw, chance, risk)
             # a node's legal actions fill its slots from slot 0 on (`compact_children`), so
             # it has one exactly when slot 0 is valid
-            stop = tv.terminal[rows, node] | (tv.node_visits[rows, node] == 0) | ~stats.valid[:, 0]
+            stop = (row[:, cols.terminal] != 0) | (parent_visits == 0) | ~stats.valid[:, 0]
             child = jnp.take_along_axis(kids, slot[:, None], 1)[:, 0]
             action = jnp.take_along_axis(acts, slot[:, None], 1)[:, 0]
             new = ~stop & (child == UNVISITED)
@@ -275,37 +323,34 @@ def _select_leaves(
                             slot=jnp.where(d.done, d.slot, slot),
                             action=jnp.where(d.done, d.action, action),
                             new=jnp.where(d.done, d.new, new), done=d.done | done,
-                            virtual_loss=vl if with_vl else None)
+                            depth=jnp.where(d.done, d.depth, row[:, cols.depth])), tab
 
         start = _Descent(node=jnp.full((b,), ROOT_INDEX, jnp.int32),
                          slot=jnp.zeros((b,), jnp.int32), action=jnp.zeros((b,), jnp.int32),
                          new=jnp.zeros((b,), jnp.bool_),
                          done=jnp.broadcast_to(~active[j], (b,)),
-                         virtual_loss=t.virtual_loss if with_vl else None)
-        d, walk_trips = batch_while(cond, body, start, unroll)
+                         depth=jnp.zeros((b,), f32))
+        (d, tab), walk_trips = batch_while(cond, body, (start, w.table), unroll)
         new = d.new & active[j]
-        idx = jnp.where(new, t.next_node, n)  # out of range: nothing written
-        action = d.action
-        t = t._replace(
-            virtual_loss=(d.virtual_loss.at[rows, idx].add(1, mode="drop") if with_vl
-                          else t.virtual_loss),
-            parent=t.parent.at[rows, idx].set(d.node, mode="drop"),
-            action=t.action.at[rows, idx].set(action, mode="drop"),
-            depth=t.depth.at[rows, idx].set(t.depth[rows, d.node] + 1, mode="drop"),
-            node_visits=t.node_visits.at[rows, idx].set(0, mode="drop"),
-            next_node=t.next_node + new.astype(jnp.int32),
-        )
+        idx = jnp.where(new, w.next_node, n)  # out of range: nothing written
+        # the new node: no visit yet (evaluation pending), this walk's virtual loss, its
+        # parent, action and depth (columns visits .. depth, one scatter)
+        alloc = jnp.stack([jnp.zeros((b,), f32), jnp.full((b,), float(with_vl), f32),
+                           d.node.astype(f32), d.action.astype(f32), d.depth + 1.0], axis=-1)
+        tab = tab.at[rows, idx, cols.visits:cols.depth + 1].set(alloc, mode="drop")
         # the slot's child index: the node just allocated
         kids_all = kids_all.at[rows, jnp.where(new, d.node, n), d.slot, 1].set(idx, mode="drop")
         leaf = jnp.where(new, idx, d.node)
-        return (t, kids_all, leaves.at[:, j].set(leaf), parents.at[:, j].set(d.node),
-                actions.at[:, j].set(jnp.where(new, action, 0)), news.at[:, j].set(new),
-                trips + walk_trips)
+        return _Walks(table=tab, children=kids_all, next_node=w.next_node + new.astype(jnp.int32),
+                      leaves=w.leaves.at[:, j].set(leaf), parents=w.parents.at[:, j].set(d.node),
+                      actions=w.actions.at[:, j].set(jnp.where(new, d.action, 0)),
+                      new=w.new.at[:, j].set(new), trips=w.trips + walk_trips)
 
     n_leaves = active.shape[0]
     zeros = jnp.zeros((b, n_leaves), jnp.int32)
-    init = (tree, children, zeros, zeros, zeros, jnp.zeros((b, n_leaves), jnp.bool_),
-            jnp.zeros((), jnp.int32))
+    init = _Walks(table=table, children=children, next_node=next_node, leaves=zeros,
+                  parents=zeros, actions=zeros, new=jnp.zeros((b, n_leaves), jnp.bool_),
+                  trips=jnp.zeros((), jnp.int32))
     return jax.lax.fori_loop(0, n_leaves, walk, init)
 
 
@@ -322,8 +367,8 @@ def init_tree(model, params, root_input: Any, config: TreeSearchConfig) -> Tree:
                       with_chance=out.chance is not None)
     rows = jnp.arange(b)
     root = jnp.full((b,), ROOT_INDEX, jnp.int32)
-    tree, _ = _write_nodes(tree, rows, root, embedding, out, jnp.zeros_like(out.value),
-                           tree.max_children)
+    tree = _write_nodes(tree, rows, root, embedding, out, jnp.zeros_like(out.value),
+                        tree.max_children)
     value = _leaf_value(out)
     if tree.wdl_sum is not None:
         tree = tree._replace(wdl_sum=tree.wdl_sum.at[:, ROOT_INDEX].set(
@@ -391,6 +436,7 @@ def _simulate(model, params, tree: Tree, key: jax.Array, extra: RootExtra,
     num_l = config.leaves_per_step
     steps = -(-config.num_simulations // num_l)
     b = tree.batch_size
+    check_exact(tree.num_nodes, model.num_actions)
     rows = jnp.broadcast_to(jnp.arange(b)[:, None], (b, num_l))  # [B, L]
     # Inside the loop the nodes' embeddings are one byte array uint8[B, N, S] (the leaves of a
     # state side by side, bit for bit): one gather of the parents and one scatter of the
@@ -403,36 +449,40 @@ def _simulate(model, params, tree: Tree, key: jax.Array, extra: RootExtra,
 
     k = tree.max_children
     children = _pack_children(tree.children_action, tree.children_index, tree.children_prior)
-    tree = tree._replace(children_action=None, children_index=None, children_prior=None)
+    cols = NodeColumns.of(tree)
+    table = pack_nodes(tree)
+    unroll = default_unroll(config.walk_unroll)
 
     def step(i, loop: _Loop) -> _Loop:
         key, k_step = jax.random.split(loop.key)
         active = i * num_l + jnp.arange(num_l) < config.num_simulations  # [L]
         embedding = loop.tree.embedding
-        bare, children, leaves, parents, actions, new, walk_trips = _select_leaves(
-            _without_embedding(loop.tree), loop.children, active, extra, config,
-            risk)  # [B, L] each
+        w = _select_leaves(loop.table, loop.children, loop.tree.next_node, cols, active, extra,
+                           config, risk)  # [B, L] each
         parent_emb = jax.tree_util.tree_map(
-            lambda x: x[rows, parents].reshape((b * num_l,) + x.shape[2:]), embedding)
+            lambda x: x[rows, w.parents].reshape((b * num_l,) + x.shape[2:]), embedding)
         if layout is not None:
             parent_emb = _from_bytes(parent_emb, layout)
-        child_emb, reward, out = model.step(params, k_step, parent_emb, actions.reshape(-1))
+        child_emb, reward, out = model.step(params, k_step, parent_emb, w.actions.reshape(-1))
         if layout is not None:
             child_emb = _to_bytes(child_emb, 1)
-        write = jnp.where(new, leaves, bare.num_nodes).reshape(-1)  # out of range: skipped
-        tree, children = _write_nodes(bare._replace(embedding=embedding), rows.reshape(-1),
-                                      write, child_emb, out, reward, k, children)
-        bare, backup_trips = backup(_without_embedding(tree), leaves, active, config.discount,
-                                    virtual_loss=num_l > 1,
-                                    unroll=default_unroll(config.walk_unroll))
-        return _Loop(tree=bare._replace(embedding=tree.embedding), key=key, children=children,
-                     trips=loop.trips + walk_trips + backup_trips)
+        write = jnp.where(w.new, w.leaves, table.shape[1]).reshape(-1)  # out of range: skipped
+        table_, children, embedding = _expand_packed(
+            w.table, w.children, embedding, cols, rows.reshape(-1), write, child_emb, out,
+            reward, k)
+        table_, backup_trips = backup(table_, cols, w.leaves, active, config.discount,
+                                      virtual_loss=num_l > 1, unroll=unroll)
+        return _Loop(tree=loop.tree._replace(embedding=embedding, next_node=w.next_node),
+                     key=key, children=children, table=table_,
+                     trips=loop.trips + w.trips + backup_trips)
 
-    loop = jax.lax.fori_loop(0, steps, step, _Loop(tree=tree, key=key, children=children,
-                                                   trips=jnp.zeros((), jnp.int32)))
+    loop = jax.lax.fori_loop(0, steps, step, _Loop(
+        tree=strip_nodes(tree)._replace(children_action=None, children_index=None,
+                                        children_prior=None),
+        key=key, children=children, table=table, trips=jnp.zeros((), jnp.int32)))
     action, index, prior = _unpack_children(loop.children)
-    tree = loop.tree._replace(children_action=action, children_index=index,
-                              children_prior=prior)
+    tree = unpack_nodes(loop.tree, loop.table, cols)._replace(
+        children_action=action, children_index=index, children_prior=prior)
     if layout is not None:
         tree = tree._replace(embedding=_from_bytes(tree.embedding, layout))
     return _Loop(tree=tree, key=loop.key, trips=loop.trips)

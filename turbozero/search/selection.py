@@ -50,21 +50,36 @@ def row_stats(tree: Tree, node: jax.Array, index: jax.Array, action: jax.Array,
               prior: jax.Array, discount: float = 1.0) -> NodeStats:
     """`node_stats` from the node's child row already read: `index`, `action` (int32[K]) and
     `prior` (float32[K]) are `tree.children_index[node]`, `children_action[node]` and
-    `children_prior[node]` (the tree kernel keeps them packed in one array during a search)."""
+    `children_prior[node]`."""
     mover = tree.player[node]
+    safe = jnp.where(index != UNVISITED, index, 0)
+    return gathered_stats(
+        index, action, prior, tree.node_visits[safe], tree.virtual_loss[safe],
+        tree.value_sum[safe, mover], tree.value_sq_sum[safe, mover], tree.reward[safe, mover],
+        tree.node_visits[node], tree.value_sum[node, mover], discount)
+
+
+def gathered_stats(index: jax.Array, action: jax.Array, prior: jax.Array, visits: jax.Array,
+                   virtual_loss: jax.Array, value_sum: jax.Array, value_sq_sum: jax.Array,
+                   reward: jax.Array, parent_visits: jax.Array, parent_value_sum: jax.Array,
+                   discount: float = 1.0) -> NodeStats:
+    """`NodeStats` of one node from its children's statistics as read (`[K]` each: the child
+    slot's node `index`, its action and prior; the child node's visits, virtual loss, and the
+    mover's value sum, value-squared sum and edge reward, read at node 0 where the slot has no
+    node) and the node's own visits and mover's value sum. The one place these formulas are
+    written: the kernel reads the same numbers from its packed node table
+    (`turbozero.search.node_table`)."""
     exists = index != UNVISITED
-    safe = jnp.where(exists, index, 0)
-    visits = jnp.where(exists, tree.node_visits[safe], 0)
-    vl = jnp.where(exists, tree.virtual_loss[safe], 0)
+    visits = jnp.where(exists, visits, 0)
+    vl = jnp.where(exists, virtual_loss, 0)
     n = jnp.maximum(visits, 1).astype(jnp.float32)
-    mean_v = tree.value_sum[safe, mover] / n
-    mean_sq = tree.value_sq_sum[safe, mover] / n
+    mean_v = value_sum / n
+    mean_sq = value_sq_sum / n
     # the edge reward is the same on every visit, so it shifts the mean but not the variance
-    q_mean = jnp.where(visits > 0, tree.reward[safe, mover] + discount * mean_v, 0.0)
+    q_mean = jnp.where(visits > 0, reward + discount * mean_v, 0.0)
     q_var = jnp.where(visits > 0, discount * discount * jnp.maximum(mean_sq - mean_v * mean_v,
                                                                   0.0), 0.0)
-    pv = tree.node_visits[node]
-    parent_value = tree.value_sum[node, mover] / jnp.maximum(pv, 1).astype(jnp.float32)
+    parent_value = parent_value_sum / jnp.maximum(parent_visits, 1).astype(jnp.float32)
     return NodeStats(
         valid=action != NO_ACTION,
         prior=prior,
@@ -72,7 +87,7 @@ def row_stats(tree: Tree, node: jax.Array, index: jax.Array, action: jax.Array,
         virtual_loss=vl,
         q_mean=q_mean,
         q_var=q_var,
-        parent_visits=pv,
+        parent_visits=parent_visits,
         parent_value=parent_value,
     )
 
