@@ -36,6 +36,7 @@ from turbozero.training.evaluation import (MatchCarry, match_progress, match_res
 from turbozero.training.memory import check_loop_state
 from turbozero.training.metrics import MetricsWriter, TensorBoardWriter, require_tensorboardx
 from turbozero.training.nonfinite import NonFiniteTraining, untrained_reason
+from turbozero.training.replay_sampling import with_sampling
 from turbozero.training.config import TrainConfig
 from turbozero.training.run_config import check_env_config, config_to_json
 from turbozero.compile_cache import enable_compilation_cache
@@ -190,6 +191,7 @@ class Trainer:
             buffer = self.algorithm.init_replay(cfg.num_envs, cfg.replay_capacity,
                                                 col.env_state, cfg.replay_observations,
                                                 cfg.replay_policies)
+            buffer = with_sampling(buffer, cfg.replay_sampling)
             return LoopState(train_state=train_state, collector=col, buffer=buffer, key=k_loop,
                              iteration=jnp.zeros((), jnp.int32))
 
