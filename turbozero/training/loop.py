@@ -207,14 +207,28 @@ class Trainer:
         # eval_shape would trace it again
         self._init_state_fn = built
         stored = getattr(built, "load_stored", lambda *a: False)(cfg.seed)
-        if not stored:
-            shapes = jax.eval_shape(build, cfg.seed)
-            # a state larger than the device's memory: one line naming the settings, before
-            # anything is allocated (training/memory.py)
-            check_loop_state(shapes, cfg, self.mesh.devices.flat[0])
-            if hasattr(cfg.optimizer, "check"):
-                cfg.optimizer.check(shapes.train_state.params)
+        # a stored build's result shapes come with it (no trace); else eval_shape traces it
+        shapes = built.output_shapes() if stored else jax.eval_shape(build, cfg.seed)
+        # a state (with the searches' trees) larger than the device's memory: one line naming
+        # the settings, before anything is allocated (training/memory.py), warm start or not
+        check_loop_state(shapes, cfg, self.mesh.devices.flat[0], env=self.env,
+                         with_wdl=bool(self.spec.value_format.has_wdl),
+                         eval_search=self._evaluation_search_config())
+        if not stored and hasattr(cfg.optimizer, "check"):
+            cfg.optimizer.check(shapes.train_state.params)
         return self._place(built(cfg.seed))
+
+    def _evaluation_search_config(self) -> Any:
+        """The evaluation's search config where it has a tree to count (memory bound)."""
+        algorithm = self.config.algorithm
+        given = getattr(algorithm, "eval_search", None)
+        if given is not None:
+            return given
+        derived = getattr(algorithm, "derived_field", None)
+        search = getattr(algorithm, "search", None)
+        if callable(derived) and callable(getattr(search, "tree_shapes", None)):
+            return derived("eval_search")
+        return None
 
     @staticmethod
     def variables(train_state: TrainState) -> dict:
