@@ -30,9 +30,9 @@ from turbozero.training import collector as collector_lib
 from turbozero.training import distributed, replay, report
 from turbozero.training.algorithms import Algorithm
 from turbozero.training.checkpoints import RunDirectory
-from turbozero.training.evaluation import (MatchCarry, match_progress, match_result,
-                                           match_start, match_steps, match_summary,
-                                           play_match_chunked)
+from turbozero.training.evaluation import (MatchCarry, check_duplicate_games, match_progress,
+                                           match_result, match_start, match_steps,
+                                           match_summary, play_match_chunked)
 from turbozero.training.memory import check_loop_state
 from turbozero.training.metrics import MetricsWriter, TensorBoardWriter, require_tensorboardx
 from turbozero.training.nonfinite import NonFiniteTraining, untrained_reason
@@ -315,6 +315,10 @@ class Trainer:
         out.update({o.name: o for o in self.spec.opponents})
         return out
 
+    def _paired(self) -> set[str]:
+        """The game's opponents that play duplicate pairs by default (`Opponent.duplicate`)."""
+        return {o.name for o in self.spec.opponents if o.duplicate}
+
     def describe_opponent(self, name: str) -> str:
         """What an evaluation opponent is, in one line (report.describe_opponent's words)."""
         return report.describe_opponent(name, self.env)
@@ -346,8 +350,9 @@ class Trainer:
         variables = self.variables(self.state.train_state) if variables is None else variables
         key = jax.random.fold_in(jax.random.PRNGKey(cfg.seed + 1), int(self.state.iteration)) if key is None else key
         opp = self.opponents[opponent]
-        if duplicate is not None and not opp.duplicate:
-            raise ValueError(f"the {opponent} opponent does not play duplicate games")
+        # before anything is played: pairs need an even eval_games; duplicate= only where
+        # the opponent plays pairs (the CLI's check, evaluation.check_duplicate_games)
+        check_duplicate_games(self._paired(), [opponent], cfg.eval_games, duplicate)
         if opp.match is not None:  # an outside program: it plays the whole match itself
             options = {} if duplicate is None else {"duplicate": duplicate}
             return opp.match(self.env, self._agent_jit, variables, key, cfg.eval_games,
@@ -416,6 +421,12 @@ class Trainer:
         stays as it was), and `TrainingInterrupted` (a `KeyboardInterrupt`) is raised naming
         that iteration and the checkpoint to resume from."""
         cfg = self.config
+        if cfg.eval_every:
+            # an odd match of duplicate pairs, refused before the first iteration as the CLI
+            # refuses it (not here in __init__: `turbozero eval --no-duplicate` builds a
+            # Trainer from the run's config to play its own match)
+            check_duplicate_games(self._paired(), cfg.eval_opponents, cfg.eval_games,
+                                  fix="eval_games=N with N even")
         target = cfg.num_iterations if num_iterations is None else num_iterations
         start = int(self.state.iteration)
         for message in report.schedule_warnings(cfg.eval_every, cfg.eval_opponents,
