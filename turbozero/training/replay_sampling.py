@@ -18,11 +18,12 @@ returns `(env_index int32[B], column int32[B])` of the buffer's `[E, T]` slots. 
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+
+from turbozero.validation import check_real
 
 # the design's WDL target from a scalar result (alphazero-chess.md §8.2): > 0.5 a win,
 # < -0.5 a loss, between them a draw
@@ -63,12 +64,8 @@ class OutcomeStratified:
     loss: float = 1.0
 
     def __post_init__(self):
-        for name in STRATA:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-                    math.isfinite(value) and value >= 0):
-                raise ValueError(f"OutcomeStratified.{name} must be a finite number >= 0, "
-                                 f"got {value!r}")
+        for name in STRATA:  # the library's one rule (turbozero/validation.py)
+            check_real(f"OutcomeStratified.{name}", getattr(self, name), minimum=0)
         if self.win + self.draw + self.loss <= 0:
             raise ValueError("OutcomeStratified needs a weight above 0 (win, draw or loss)")
 
