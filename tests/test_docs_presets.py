@@ -1,8 +1,9 @@
 """Every preset value a doc quotes equals the preset's (issue 45, item 7).
 
 The docs quote presets in prose ("`small` (64 games x 32 moves, 60 iterations, ...)"), in
-`field=value` mentions ("`small` ... (`max_self_play_steps=40`)") and in tables whose columns are
-presets (docs/chess.md "Training settings"). This test reads all three from docs/*.md and the
+`field=value` mentions ("`small` ... (`max_self_play_steps=40`)"), as parts with their keywords
+("`SpecPUCT(c_puct=1.5, fpu_base=1.0)`": the preset's first part of that class has those
+values) and in tables whose columns are presets (docs/chess.md "Training settings"). This test reads all three from docs/*.md and the
 README, ties each quoted value to the preset named nearest before it in the same sentence (or
 table column), and compares it with `turbozero.presets.get_preset` of that game and preset.
 
@@ -41,7 +42,7 @@ PAGE_GAME = {"chess.md": "chess", "backgammon.md": "backgammon", "pyrat.md": "py
 _NAMES = sorted({p for ps in GAMES.values() for p in ps}, key=len, reverse=True)
 # a preset named: `small`, --preset small, "the tiny preset"
 PRESET_MENTION = re.compile(
-    r"`(?P<a>" + "|".join(map(re.escape, _NAMES)) + r")`(?!\s*(?:family|search))"
+    r"`(?P<a>" + "|".join(map(re.escape, _NAMES)) + r")`(?!\s*(?:family|search family))"
     r"|--preset (?P<b>[\w-]+)"
     r"|\b(?P<c>" + "|".join(map(re.escape, _NAMES)) + r") preset\b")
 GAME_MENTION = re.compile("|".join(map(re.escape, sorted(GAME_WORDS, key=len, reverse=True))))
@@ -127,6 +128,8 @@ QUANTITIES: list[tuple[re.Pattern, list[tuple[int, str, Accessor]]]] = [
 # `field=value` for a TrainConfig field: a literal, or a class called without arguments
 FIELD_VALUE = re.compile(r"`(?P<field>[a-z_]+(?:\.[a-z_]+)*)=(?P<value>[^`]+)`")
 TRAIN_FIELDS = {f.name for f in dataclasses.fields(type(get_preset("chess", "tiny")))}
+# a part of the preset by its class and keywords: `SpecPUCT(c_puct=1.5, fpu_base=1.0)`
+CALL = re.compile(r"`(?P<cls>[A-Z]\w*)\((?P<args>[^`()]*)\)`")
 
 
 class Claim(NamedTuple):
@@ -220,6 +223,15 @@ def claims() -> Iterator[Claim]:
                             if q.group(g) is not None and what not in overridden:
                                 yield Claim(path.name, game, preset, what, _number(q.group(g)),
                                             clause[:160], past)
+                for c in CALL.finditer(clause):
+                    try:
+                        call = ast.parse(f"f({c.group('args')})", mode="eval").body
+                        kwargs = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
+                    except (SyntaxError, ValueError):
+                        continue
+                    for name, value in kwargs.items():
+                        yield Claim(path.name, game, preset, f"{c.group('cls')}.{name}", value,
+                                    clause[:160], past)
                 for f in FIELD_VALUE.finditer(clause):
                     top = f.group("field").split(".")[0]
                     if top in TRAIN_FIELDS and f.group("field") not in overridden:
@@ -227,7 +239,27 @@ def claims() -> Iterator[Claim]:
                                     _literal(f.group("value")), clause[:160], past)
 
 
+def _part(config: Any, cls: str) -> Any:
+    """The first object of class `cls` in the preset's config (breadth first); None."""
+    queue = [config]
+    while queue:
+        node = queue.pop(0)
+        if type(node).__name__ == cls:
+            return node
+        if dataclasses.is_dataclass(node) and not isinstance(node, type):
+            queue.extend(getattr(node, f.name) for f in dataclasses.fields(node))
+        elif isinstance(node, tuple):
+            queue.extend(node)
+    return None
+
+
+MISSING = "<no such part>"
+
+
 def _accessor(what: str) -> Accessor:
+    head, _, field = what.partition(".")
+    if head[:1].isupper():   # `SpecPUCT(fpu_base=0)`: that part's field
+        return lambda c: getattr(_part(c, head), field, MISSING)
     for _, groups in QUANTITIES:
         for _, name, get in groups:
             if name == what:
@@ -265,7 +297,7 @@ CLAIMS = list(claims())
 
 
 def test_the_scan_finds_the_docs_preset_quotes():
-    # 70 claims when this was written, in chess.md, gomoku.md, pacosako.md, pyrat.md,
+    # 76 claims when this was written, in chess.md, gomoku.md, pacosako.md, pyrat.md,
     # training.md, learning.md, benchmarks.md ...; a parser that matches nothing must not pass
     assert len(CLAIMS) >= 40, CLAIMS
     assert {c.doc for c in CLAIMS} >= {"chess.md", "gomoku.md", "pacosako.md", "training.md"}
@@ -287,6 +319,12 @@ def test_every_preset_value_a_doc_quotes_is_the_presets():
     # a table cell of the chess page
     ("| setting | `large` | `small` | `tiny` | source |\n| --- | --- | --- | --- | --- |\n"
      "| simulations | 800 | 16 | 9 | §5 |", "search.num_simulations quoted 9.0"),
+    # a part of the preset by its class and keywords, and a part the preset does not have
+    ("| setting | `large` | `small` |\n| --- | --- | --- |\n"
+     "| search | `SpecPUCT(c_puct=1.5, fpu_base=0.5)` | `SpecPUCT(fpu_base=0)` |",
+     "SpecPUCT.fpu_base quoted 0.5, the preset has 1.0"),
+    ("| setting | `large` |\n| --- | --- |\n| search | `GumbelRoot(max_considered=8)` |",
+     "GumbelRoot.max_considered quoted 8, the preset has '<no such part>'"),
     # a field=value mention
     ("**Capped games.** `small` therefore cuts self-play games at 40 plies "
      "(`max_self_play_steps=41`).", "max_self_play_steps quoted 41"),
