@@ -141,11 +141,16 @@ def test_the_config_takes_it_refuses_others_and_round_trips():
 
 
 def test_a_replay_of_another_kind_refuses_stratified():
-    class OwnReplay:  # afterstate TD's replay draws its own batches
+    """Afterstate TD (backgammon `tiny`) draws from its own replay: the option is one line."""
+    from turbozero.training import Trainer
+    with pytest.raises(ValueError, match=r"^replay_sampling=OutcomeStratified\(.*\): this "
+                       r"algorithm's replay \(TDReplay\) samples its own way"):
+        Trainer(get_preset("backgammon", "tiny", replay_sampling=OutcomeStratified(),
+                           num_envs=4, batch_size=8, replay_capacity=8))
+
+    class OwnReplay:
         pass
     assert isinstance(with_sampling(OwnReplay(), UniformSampling()), OwnReplay)
-    with pytest.raises(ValueError, match="replay_sampling=OutcomeStratified"):
-        with_sampling(OwnReplay(), OutcomeStratified())
 
 
 def test_the_trainer_samples_its_replay_so():
