@@ -42,9 +42,9 @@ ALLOWED = {
     # the C++ tree (its worker threads hold no JAX key; the mixing is the C++'s, checked equal
     # to mix_legal_noise below)
     "dirichlet": {"search/noise.py", "search/cpu/tree.py"},
-    # categorical draws: acting and ties only in search/acting.py; replay.py samples the
-    # positions of a training batch by priority (not a move)
-    "categorical": {"search/acting.py", "training/replay.py"},
+    # categorical draws: acting and ties only in search/acting.py; replay_sampling.py samples
+    # the positions of a training batch (uniformly, or a stratum by weight; not a move)
+    "categorical": {"search/acting.py", "training/replay_sampling.py"},
     "fpu": {"search/fpu.py"},
     # the mover's value as seat-order values (`where(seat == mover, v, -v)` or `[v, -v]`):
     # only networks/value_formats.py (`mover_to_seats`); afterstate.py's flips are the value

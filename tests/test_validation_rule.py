@@ -25,6 +25,7 @@ from turbozero.search.acting import TemperatureSchedule
 from turbozero.search.cpu.selfplay import CPUSelfPlayConfig
 from turbozero.search.roots import GumbelRoot, PUCTRoot
 from turbozero.search.selection import MctxPUCT, SpecPUCT
+from turbozero.training.replay_sampling import OutcomeStratified
 from turbozero.training.updates import (SGD, Adam, ClipByGlobalNorm, MaskedWeightDecay,
                                         Optimizer, WarmupCosine)
 
@@ -34,6 +35,7 @@ MAYBE_BAD = {"int": (-1,), "real": (2.5, -1, 2**40)}
 # integer fields that JAX never holds, with a range of their own beyond int32
 WIDER = {"seed": "CPUSelfPlayConfig.seed seeds the C++ self-play's uint64 generator"}
 PARTS = (PUCTRoot, GumbelRoot, SpecPUCT, MctxPUCT, TemperatureSchedule, CPUSelfPlayConfig,
+         OutcomeStratified,
          Optimizer, WarmupCosine, ClipByGlobalNorm, MaskedWeightDecay, Adam, SGD)
 
 

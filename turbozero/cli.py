@@ -27,6 +27,7 @@ from turbozero.training.algorithms import tree_config
 from turbozero.training.checkpoints import (load_checkpoint, newest_whole_step, restore_network,
                                             write_json_atomic)
 from turbozero.training.loop import TrainingInterrupted
+from turbozero.training.evaluation import check_duplicate_games
 from turbozero.training.metrics import plot_metrics
 from turbozero.training.nonfinite import NonFiniteTraining
 from turbozero.training.run_config import (evaluation_config, load_run_config, parse_overrides,
@@ -62,17 +63,10 @@ def check_duplicate(game: str, opponents: Sequence[str], games: int,
                     duplicate: Optional[bool] = None,
                     fix: str = "--games N with N even, or --no-duplicate for independent "
                                "games") -> None:
-    """Fail before any training or compiling where duplicate games cannot be played: an
-    opponent that plays them by default (`Opponent.duplicate`) needs an even number of
-    games unless `duplicate` is False; `duplicate` given for an opponent without them."""
-    pairs = {o.name for o in game_spec(game).opponents if o.duplicate}
-    for opp in opponents:
-        if duplicate is not None and opp not in pairs:
-            raise ValueError(f"--no-duplicate: the {opp} opponent plays no duplicate games "
-                             f"(those that do: {', '.join(sorted(pairs)) or 'none'})")
-        if opp in pairs and duplicate is not False and (games < 2 or games % 2):
-            raise ValueError(f"{opp} plays duplicate games, which come in pairs: {games} "
-                             f"games cannot be paired; give {fix}")
+    """Fail before any training or compiling where duplicate games cannot be played
+    (`evaluation.check_duplicate_games`, which the Python API asks too, in the CLI's words)."""
+    check_duplicate_games({o.name for o in game_spec(game).opponents if o.duplicate},
+                          opponents, games, duplicate, fix=fix, independent="--no-duplicate")
 
 
 def skipped_opponent_notes(args: argparse.Namespace, preset: str) -> list[str]:

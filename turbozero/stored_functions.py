@@ -480,6 +480,7 @@ class StoredFunction:
         self.loaded: Optional[bool] = None  # once resolved: True a hit, False not
         self._call: Optional[Callable] = None
         self._signature: Any = None
+        self._out_shapes: Any = None
 
     def __call__(self, *args: Any) -> Any:
         if self._call is None:
@@ -496,7 +497,15 @@ class StoredFunction:
             exported = self._try_load(path, args) if path is not None else None
             if exported is not None:
                 self._set(self._wrap(exported), args)
+                self._out_shapes = jax.tree_util.tree_unflatten(
+                    exported.out_tree,
+                    [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in exported.out_avals])
         return bool(self.loaded)
+
+    def output_shapes(self) -> Any:
+        """The results' shape structs of the export `load_stored` loaded (what
+        `jax.eval_shape` of the function would give, without tracing it); None if none."""
+        return self._out_shapes
 
     def trace(self, *args: Any) -> Any:
         """The plain jit's trace (for inspection: benchmarks lower and time it)."""

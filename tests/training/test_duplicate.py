@@ -155,3 +155,26 @@ def test_train_refuses_an_odd_gnubg_evaluation_before_building_anything():
         cli._train_run(cli.build_parser().parse_args(
             ["train", "backgammon", "--set", "eval_games=5", "--set",
              "eval_opponents=random,gnubg", "--run-dir", "/nonexistent/never"]), True)
+
+
+def test_the_python_api_refuses_odd_duplicate_matches_as_the_cli_does():
+    """`Trainer.run` with an evaluation against an opponent that plays duplicate pairs refuses
+    an odd eval_games before its first iteration (was: trained, then failed at the first
+    evaluation), and `Trainer.evaluate` refuses the same before playing; duplicate=False is
+    refused for an opponent without pairs. The CLI's words differ, the rule is one
+    (`evaluation.check_duplicate_games`)."""
+    from turbozero.presets import get_preset
+    from turbozero.training import Trainer
+    trainer = Trainer(get_preset("backgammon", "tiny", eval_games=5, eval_every=1,
+                                 eval_opponents=("random", "gnubg"), num_envs=4, batch_size=8,
+                                 replay_capacity=8))
+    with pytest.raises(ValueError, match="^gnubg plays duplicate games, which come in pairs: 5 "
+                       "games cannot be paired; give eval_games=N with N even$"):
+        trainer.run(progress=False)
+    assert int(trainer.state.iteration) == 0
+    with pytest.raises(ValueError, match="5 games cannot be paired; give an even eval_games, "
+                       "or duplicate=False"):
+        trainer.evaluate("gnubg")
+    with pytest.raises(ValueError, match="^duplicate=False: the random opponent plays no "
+                       "duplicate games"):
+        trainer.evaluate("random", duplicate=False)

@@ -104,6 +104,27 @@ class TreeSearchConfig:
     def children_bound(self, model) -> int:
         return int(self.max_children if self.max_children is not None else model.max_children)
 
+    def tree_shapes(self, env, states: Any, with_wdl: bool = False) -> Tree:
+        """The tree a search of the batch `states` (arrays or shape structs) on `env`'s true
+        dynamics holds, as shape structs (`jax.eval_shape`: nothing allocated): the memory
+        bound's count (turbozero/training/memory.py). `with_wdl`: the evaluator's value
+        format has a draw class (the win/draw/loss sums are kept)."""
+        model = EnvModel(env, _ShapesOnly())
+
+        def build(st):
+            embedding = st.replace(observation=None)  # as `env.transition` keeps a node
+            return empty_tree(st.current_player.shape[0], self.num_nodes,
+                              self.children_bound(model), env.num_players, embedding,
+                              with_wdl=with_wdl, with_chance=bool(env.is_stochastic))
+        return jax.eval_shape(build, states)
+
+
+class _ShapesOnly:
+    """An evaluator that is never called: `TreeSearchConfig.tree_shapes` builds an EnvModel
+    for its child bound only."""
+
+    evaluate = None
+
 
 class _Loop(NamedTuple):
     tree: Tree

@@ -13,6 +13,7 @@ from typing import Any, Optional
 from turbozero.games import game_spec
 from turbozero.training.algorithm_configs import AlphaZero, algorithm_error, is_algorithm_config
 from turbozero.training.risk import SelfPlayRisk
+from turbozero.training.replay_sampling import UniformSampling, check_sampling
 from turbozero.training.stored_observations import ObservationPlanes, check_form
 from turbozero.training.stored_policies import DensePolicy, check_policy_form
 from turbozero.training.updates import Optimizer, PerStepUpdates, ScanUpdates
@@ -38,6 +39,10 @@ class TrainConfig:
     # how it keeps each policy target and legal mask: DensePolicy() (over all actions) or
     # LegalPolicy() (the legal actions' ids and probabilities; training/stored_policies.py)
     replay_policies: Any = DensePolicy()
+    # how training batches are drawn from it: UniformSampling() or OutcomeStratified(win,
+    # draw, loss) (balanced by the game's result for the mover, the chess design's §8.1;
+    # training/replay_sampling.py)
+    replay_sampling: Any = UniformSampling()
     # donate the loop state to each jitted self-play and training iteration, so that XLA
     # updates it in place instead of holding the old and the new copy (a large run's
     # replay alone is GBs). A `trainer.state` (or any part of it) kept from before a step is
@@ -106,6 +111,7 @@ class TrainConfig:
             raise ValueError(f"risk must be a SelfPlayRisk or None, got {self.risk!r}")
         check_form(self.replay_observations)
         check_policy_form(self.replay_policies)
+        check_sampling(self.replay_sampling)
         if self.updates is not None and not isinstance(self.updates,
                                                        (PerStepUpdates, ScanUpdates)):
             raise ValueError("updates must be None (by backend), updates.PerStepUpdates() or "

@@ -312,6 +312,26 @@ def _duplicate_step(env: Env) -> Callable:
     return jax.jit(jax.vmap(functools.partial(duplicate_chance_step, env)))
 
 
+def check_duplicate_games(paired: Any, opponents: Any, games: int,
+                          duplicate: Optional[bool] = None, *,
+                          fix: str = "an even eval_games, or duplicate=False for independent "
+                                     "games",
+                          independent: str = "duplicate=False") -> None:
+    """Refuse, before anything is played, a match that cannot be played as asked: an opponent
+    in `paired` (the names whose `Opponent.duplicate` is set: they play duplicate pairs by
+    default) needs an even number of games (2 or more) unless `duplicate` is False; a
+    `duplicate` given for an opponent without pairs. One ValueError line; `fix` and
+    `independent` name the way out in the caller's words (the CLI's flags, the API's
+    arguments), so the CLI and the Python API refuse the same matches."""
+    for opp in opponents:
+        if duplicate is not None and opp not in paired:
+            raise ValueError(f"{independent}: the {opp} opponent plays no duplicate games "
+                             f"(those that do: {', '.join(sorted(paired)) or 'none'})")
+        if opp in paired and duplicate is not False and (games < 2 or games % 2):
+            raise ValueError(f"{opp} plays duplicate games, which come in pairs: {games} "
+                             f"games cannot be paired; give {fix}")
+
+
 def _check_duplicate(env: Env, num_games: int) -> None:
     if env.num_players != 2 or not getattr(env, "is_stochastic", False):
         raise ValueError(f"duplicate games need a two-player game with chance; {env.id} is not")

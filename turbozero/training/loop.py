@@ -30,12 +30,13 @@ from turbozero.training import collector as collector_lib
 from turbozero.training import distributed, replay, report
 from turbozero.training.algorithms import Algorithm
 from turbozero.training.checkpoints import RunDirectory
-from turbozero.training.evaluation import (MatchCarry, match_progress, match_result,
-                                           match_start, match_steps, match_summary,
-                                           play_match_chunked)
+from turbozero.training.evaluation import (MatchCarry, check_duplicate_games, match_progress,
+                                           match_result, match_start, match_steps,
+                                           match_summary, play_match_chunked)
 from turbozero.training.memory import check_loop_state
 from turbozero.training.metrics import MetricsWriter, TensorBoardWriter, require_tensorboardx
 from turbozero.training.nonfinite import NonFiniteTraining, untrained_reason
+from turbozero.training.replay_sampling import with_sampling
 from turbozero.training.config import TrainConfig
 from turbozero.training.run_config import check_env_config, config_to_json
 from turbozero.compile_cache import enable_compilation_cache
@@ -190,6 +191,7 @@ class Trainer:
             buffer = self.algorithm.init_replay(cfg.num_envs, cfg.replay_capacity,
                                                 col.env_state, cfg.replay_observations,
                                                 cfg.replay_policies)
+            buffer = with_sampling(buffer, cfg.replay_sampling)
             return LoopState(train_state=train_state, collector=col, buffer=buffer, key=k_loop,
                              iteration=jnp.zeros((), jnp.int32))
 
@@ -205,14 +207,28 @@ class Trainer:
         # eval_shape would trace it again
         self._init_state_fn = built
         stored = getattr(built, "load_stored", lambda *a: False)(cfg.seed)
-        if not stored:
-            shapes = jax.eval_shape(build, cfg.seed)
-            # a state larger than the device's memory: one line naming the settings, before
-            # anything is allocated (training/memory.py)
-            check_loop_state(shapes, cfg, self.mesh.devices.flat[0])
-            if hasattr(cfg.optimizer, "check"):
-                cfg.optimizer.check(shapes.train_state.params)
+        # a stored build's result shapes come with it (no trace); else eval_shape traces it
+        shapes = built.output_shapes() if stored else jax.eval_shape(build, cfg.seed)
+        # a state (with the searches' trees) larger than the device's memory: one line naming
+        # the settings, before anything is allocated (training/memory.py), warm start or not
+        check_loop_state(shapes, cfg, self.mesh.devices.flat[0], env=self.env,
+                         with_wdl=bool(self.spec.value_format.has_wdl),
+                         eval_search=self._evaluation_search_config())
+        if not stored and hasattr(cfg.optimizer, "check"):
+            cfg.optimizer.check(shapes.train_state.params)
         return self._place(built(cfg.seed))
+
+    def _evaluation_search_config(self) -> Any:
+        """The evaluation's search config where it has a tree to count (memory bound)."""
+        algorithm = self.config.algorithm
+        given = getattr(algorithm, "eval_search", None)
+        if given is not None:
+            return given
+        derived = getattr(algorithm, "derived_field", None)
+        search = getattr(algorithm, "search", None)
+        if callable(derived) and callable(getattr(search, "tree_shapes", None)):
+            return derived("eval_search")
+        return None
 
     @staticmethod
     def variables(train_state: TrainState) -> dict:
@@ -299,6 +315,10 @@ class Trainer:
         out.update({o.name: o for o in self.spec.opponents})
         return out
 
+    def _paired(self) -> set[str]:
+        """The game's opponents that play duplicate pairs by default (`Opponent.duplicate`)."""
+        return {o.name for o in self.spec.opponents if o.duplicate}
+
     def describe_opponent(self, name: str) -> str:
         """What an evaluation opponent is, in one line (report.describe_opponent's words)."""
         return report.describe_opponent(name, self.env)
@@ -330,8 +350,9 @@ class Trainer:
         variables = self.variables(self.state.train_state) if variables is None else variables
         key = jax.random.fold_in(jax.random.PRNGKey(cfg.seed + 1), int(self.state.iteration)) if key is None else key
         opp = self.opponents[opponent]
-        if duplicate is not None and not opp.duplicate:
-            raise ValueError(f"the {opponent} opponent does not play duplicate games")
+        # before anything is played: pairs need an even eval_games; duplicate= only where
+        # the opponent plays pairs (the CLI's check, evaluation.check_duplicate_games)
+        check_duplicate_games(self._paired(), [opponent], cfg.eval_games, duplicate)
         if opp.match is not None:  # an outside program: it plays the whole match itself
             options = {} if duplicate is None else {"duplicate": duplicate}
             return opp.match(self.env, self._agent_jit, variables, key, cfg.eval_games,
@@ -400,6 +421,12 @@ class Trainer:
         stays as it was), and `TrainingInterrupted` (a `KeyboardInterrupt`) is raised naming
         that iteration and the checkpoint to resume from."""
         cfg = self.config
+        if cfg.eval_every:
+            # an odd match of duplicate pairs, refused before the first iteration as the CLI
+            # refuses it (not here in __init__: `turbozero eval --no-duplicate` builds a
+            # Trainer from the run's config to play its own match)
+            check_duplicate_games(self._paired(), cfg.eval_opponents, cfg.eval_games,
+                                  fix="eval_games=N with N even")
         target = cfg.num_iterations if num_iterations is None else num_iterations
         start = int(self.state.iteration)
         for message in report.schedule_warnings(cfg.eval_every, cfg.eval_opponents,

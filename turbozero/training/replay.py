@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from turbozero.training.replay_sampling import UniformSampling
 from turbozero.training.stored_observations import ObservationPlanes
 from turbozero.training.stored_policies import DensePolicy
 from turbozero.training.types import Experience
@@ -53,6 +54,9 @@ class ReplayBuffer:
     # how `policy_target` holds the policy target and legal mask
     # (turbozero.training.stored_policies): static, bound to the game
     policy_form: Any = struct.field(pytree_node=False, default=DensePolicy())
+    # how training batches are drawn (turbozero.training.replay_sampling,
+    # `TrainConfig.replay_sampling`): static; `sample_slots` asks it
+    sampling: Any = struct.field(pytree_node=False, default=UniformSampling())
 
 
 def init_buffer(
@@ -164,22 +168,18 @@ def num_samples(buffer: ReplayBuffer) -> jax.Array:
 
 def sample_slots(buffer: ReplayBuffer, key: jax.Array, batch_size: int
                  ) -> tuple[jax.Array, jax.Array]:
-    """(env_index int32[B], column int32[B]): a uniform sample with replacement among the slots
-    that have a target.
+    """(env_index int32[B], column int32[B]): a sample with replacement among the slots that
+    have a target, drawn as the buffer's `sampling` says (uniform by default;
+    turbozero.training.replay_sampling).
 
     With no such slot yet, the sample is uniform over all slots (the caller should not train
     before `num_samples(buffer) > 0`; the trainer checks this).
     """
-    flat_ok = buffer.has_target.reshape(-1)
-    logits = jnp.where(flat_ok, 0.0, -jnp.inf)
-    logits = jnp.where(jnp.any(flat_ok), logits, jnp.zeros_like(logits))
-    idx = jax.random.categorical(key, logits, shape=(batch_size,))
-    capacity = buffer.episode_id.shape[1]
-    return (idx // capacity).astype(jnp.int32), (idx % capacity).astype(jnp.int32)
+    return buffer.sampling.slots(buffer, key, batch_size)
 
 
 def sample(buffer: ReplayBuffer, key: jax.Array, batch_size: int) -> Experience:
-    """Uniform sample with replacement among the slots that have a target (`sample_slots`)."""
+    """A sample with replacement among the slots that have a target (`sample_slots`)."""
     rows, cols = sample_slots(buffer, key, batch_size)
 
     def take(arr: Any) -> jax.Array:
