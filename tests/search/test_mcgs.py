@@ -1,4 +1,4 @@
-"""MCGS kernel: public entry, bad input, a network evaluator, tree mode, table full, temperature."""
+"""MCGS kernel: public entry, bad input, a network evaluator, tree mode, table full, the recommended action."""
 
 from __future__ import annotations
 
@@ -27,8 +27,6 @@ def test_bad_config_and_input():
         MCGSConfig(capacity=1)
     with pytest.raises(ValueError, match="num_simulations"):
         MCGSConfig(num_simulations=0)
-    with pytest.raises(ValueError, match="temperature"):
-        MCGSConfig(temperature=-1.0)
     with pytest.raises(ValueError, match="evaluator_input"):
         MCGSConfig(evaluator_input="pixels")
     env = PyRat(maze=GREEDY_MAZE)
@@ -52,9 +50,9 @@ def test_env_without_graph_search_methods_is_refused_at_construction():
         make_mcgs_fn(uniform_eval_fn, _NoKeyPyRat(maze=GREEDY_MAZE))
 
 
-def test_search_finds_adjacent_cheese_and_temperature_zero():
+def test_search_finds_adjacent_cheese_and_recommends_it():
     env = PyRat(maze=GREEDY_MAZE, max_turns=20)
-    cfg = MCGSConfig(num_simulations=48, temperature=0.0)
+    cfg = MCGSConfig(num_simulations=48)
     out = make_mcgs_fn(uniform_eval_fn, env, cfg)(None, roots(env, 2), jax.random.PRNGKey(1))
     pol = np.asarray(out.policy)
     np.testing.assert_allclose(pol.sum(-1), 1.0, rtol=1e-6)

@@ -281,7 +281,7 @@ def random_states(n, seed):
 def test_only_legal_cards_through_the_search_contract():
     roots = random_states(6, 0)
     legal = np.asarray(roots.legal_action_mask)
-    cfg = MCGSConfig(num_simulations=24, dirichlet_fraction=0.5, temperature=1.0)
+    cfg = MCGSConfig(num_simulations=24, dirichlet_fraction=0.5)
     res = jax.jit(lambda r, k: search(ENV, NetworkEvaluator(illegal_loving_net), None, r, k, cfg))(
         roots, jax.random.PRNGKey(3))
     pol, act = np.asarray(res.policy), np.asarray(res.action)
@@ -295,7 +295,7 @@ def test_only_legal_cards_through_the_search_contract():
 def test_only_legal_cards_in_the_graph():
     roots = random_states(6, 1)
     out = make_mcgs_fn(network_eval_fn(illegal_loving_net), ENV,
-                       MCGSConfig(num_simulations=24, temperature=0.0))(
+                       MCGSConfig(num_simulations=24))(
         None, roots, jax.random.PRNGKey(0))
     g = jax.tree_util.tree_map(np.asarray, out.graph)
     legal = np.asarray(roots.legal_action_mask)
@@ -319,7 +319,7 @@ def test_search_finds_the_dominant_card():
     # prizes 2 then 1 are left; player 1 holds cards 1 and 4, player 2 cards 2 and 3. Card 4
     # now wins the 2 (and card 1 then loses the 1): 2 points; card 1 now loses the 2 and card
     # 4 then wins the 1: 1 point, whatever player 2 does. Player 2 wins 1 point either way.
-    out = make_mcgs_fn(uniform_eval_fn, ENV, MCGSConfig(num_simulations=32, temperature=0.0))(
+    out = make_mcgs_fn(uniform_eval_fn, ENV, MCGSConfig(num_simulations=32))(
         None, batch(play(*ENDGAME), play(*ENDGAME)), jax.random.PRNGKey(0))
     np.testing.assert_array_equal(np.asarray(out.action)[:, 0], [3, 3])
     pol, q = np.asarray(out.policy), np.asarray(out.action_q)

@@ -104,7 +104,8 @@ def test_set_keys_old_and_new():
     assert cfg.search.num_simulations == 3 and cfg.algorithm.acting.moves == 2
     # a None evaluation player stands for the derived one: one field of it can be set
     cfg = with_overrides(base, parse_overrides(base, ["algorithm.eval_search.num_simulations=1"]))
-    assert cfg.eval_search.num_simulations == 1 and cfg.eval_search.temperature == 0.0
+    assert cfg.eval_search.num_simulations == 1
+    assert cfg.eval_search.root.dirichlet_fraction == 0.0
     # a whole algorithm, as a run stores it
     tagged = json.dumps({"__dataclass__": "turbozero.training.algorithm_configs:AlphaZero",
                          "search": {"__dataclass__": "turbozero.search.kernel:TreeSearchConfig",

@@ -69,8 +69,6 @@ class MCGSConfig:
     c_puct: exploration constant of the spec's PUCT score.
     fpu_offset: unvisited actions get the parent's Q minus this (selection only): the shared
         `first_play_urgency` with this as its base and the prior term off (docs/mcgs.md).
-    temperature: acting temperature on the root's marginal visits (0 = argmax, random ties),
-        through the shared `turbozero.search.acting.act`.
     transpositions: False turns the graph into a plain tree (every expansion a new node); used
         to measure what transpositions save.
     short_circuit: the spec's open question 3: when an edge's child already has
@@ -97,7 +95,6 @@ class MCGSConfig:
     capacity: Optional[int] = None
     c_puct: float = 1.25
     fpu_offset: float = 0.1
-    temperature: float = 1.0
     transpositions: bool = True
     short_circuit: bool = False
     short_circuit_factor: float = 4.0
@@ -109,8 +106,8 @@ class MCGSConfig:
     family: ClassVar[str] = "graph"
 
     def for_evaluation(self) -> "MCGSConfig":
-        """This search made deterministic for evaluation: no root noise, temperature 0."""
-        return dataclasses.replace(self, dirichlet_fraction=0.0, temperature=0.0)
+        """This search made deterministic for evaluation: no root noise."""
+        return dataclasses.replace(self, dirichlet_fraction=0.0)
 
     def __post_init__(self) -> None:
         # the library's rule (turbozero/validation.py): integers are integers within int32,
@@ -120,7 +117,6 @@ class MCGSConfig:
         if self.capacity is not None and self.capacity < 2:
             raise ValueError(f"mcgs: capacity {self.capacity} is too small for one playout "
                              "(the root and one child need 2 nodes)")
-        check_real("mcgs: temperature", self.temperature, minimum=0.0)
         check_real("mcgs: c_puct", self.c_puct, minimum=0.0)
         check_real("mcgs: fpu_offset", self.fpu_offset)
         check_real("mcgs: short_circuit_factor", self.short_circuit_factor, above=0.0)
@@ -472,10 +468,10 @@ def _root_output(g: Graph, cfg: MCGSConfig, key: jax.Array):
     policy = jax.vmap(to_actions)(pi_out, g.outcomes[0])
     q, _ = _marginal_q(g, jnp.int32(0), cfg)
     action_q = jnp.take_along_axis(q, g.a2i[0], axis=1)
-    # per player, an outcome drawn from pi^(1/temperature), or at temperature 0 the most
-    # visited one with ties at random (always taking the lowest index walks a rat into the same
-    # wall whenever the search sees nothing to prefer)
-    o = act(key, pi_out, valid, cfg.temperature)
+    # per player, the most visited outcome with ties at random (`act` at tau = 0; always taking
+    # the lowest index walks a rat into the same wall whenever the search sees nothing to
+    # prefer); self-play acts on the policy instead (`TemperatureSchedule`)
+    o = act(key, pi_out, valid, 0.0)
     action = jnp.take_along_axis(g.outcomes[0], o[:, None], axis=1)[:, 0]
     return action.astype(jnp.int32), policy, g.Q[0], action_q
 

@@ -104,6 +104,10 @@ class _SearchAndActing(_AlgorithmConfig):
     def __post_init__(self) -> None:
         _check_acting(self.acting)
 
+    def build(self, env: Any, apply_fn: Any, value_format: Any) -> Any:
+        return self.runtime()(env, functools.partial(apply_fn, train=False), value_format,
+                              self.search, self.eval_search, acting=self.acting)
+
 
 # the searches of the library's kernel, mctx and the 1-ply / complete-move players: what an
 # AlphaZero network searches with (the C++ self-play is converted to the kernel for evaluation)
@@ -190,6 +194,10 @@ def register_algorithm_config(config_type: type) -> None:
 
 def is_algorithm_config(value: Any) -> bool:
     return isinstance(value, _AlgorithmConfig)
+
+
+def is_algorithm_config_type(cls: Any) -> bool:
+    return isinstance(cls, type) and issubclass(cls, _AlgorithmConfig)
 
 
 def algorithm_for_search(search: Any) -> type:

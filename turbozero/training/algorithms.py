@@ -72,8 +72,13 @@ class Algorithm(abc.ABC):
     network_name: Optional[str] = None
 
     def __init__(self, env: Env, apply_fn: Callable, value_format: ValueFormat,
-                 search_config: Any, eval_search_config: Optional[Any] = None):
+                 search_config: Any, eval_search_config: Optional[Any] = None,
+                 acting: Optional[Any] = None):
         self.check_env(env)
+        # how self-play picks its move (the algorithm config's `acting`, a
+        # `TemperatureSchedule`; None for an algorithm that acts otherwise, TD): the jitted
+        # collector is handed it by the Trainer, a self-play outside jit reads it here
+        self.acting = acting
         self.env = env
         self.apply_fn = apply_fn  # apply(variables, obs, train=False) -> (logits, value_out)
         self.value_format = value_format
@@ -114,13 +119,6 @@ class Algorithm(abc.ABC):
         if risk is not None:
             raise ValueError(f"{type(self).__name__} has no per-seat risk: TrainConfig.risk "
                              "needs AlphaZero on the tree kernel")
-
-    def use_temperature_schedule(self, schedule: Any) -> None:
-        """Self-play acts by `schedule` (`TrainConfig.temperature_schedule`). The jitted
-        collector is handed it directly, so by default nothing to do; an algorithm whose
-        self-play runs outside jit (the C++ CPU path) keeps it here, or raises a ValueError
-        when its own settings contradict it."""
-        del schedule
 
     def check_truncated_games(self, truncated_games: Any,
                               max_self_play_steps: Optional[int] = None) -> None:
@@ -190,8 +188,9 @@ class AlphaZeroAlgorithm(Algorithm):
     """Tree search over the true dynamics of a turn-based game (mctx or the library's kernel,
     whichever `turbozero.search.search` runs for the config)."""
 
-    def __init__(self, env, apply_fn, value_format, search_config, eval_search_config=None):
-        super().__init__(env, apply_fn, value_format, search_config, eval_search_config)
+    def __init__(self, env, apply_fn, value_format, search_config, eval_search_config=None,
+                 acting=None):
+        super().__init__(env, apply_fn, value_format, search_config, eval_search_config, acting)
         self.evaluator = NetworkEvaluator(apply_fn, value_format)
 
     @classmethod
@@ -253,8 +252,9 @@ class AlphaZeroAlgorithm(Algorithm):
 class GraphSearchAlgorithm(Algorithm):
     """Monte-Carlo graph search (decoupled PUCT per player) for simultaneous-move games."""
 
-    def __init__(self, env, apply_fn, value_format, search_config, eval_search_config=None):
-        super().__init__(env, apply_fn, value_format, search_config, eval_search_config)
+    def __init__(self, env, apply_fn, value_format, search_config, eval_search_config=None,
+                 acting=None):
+        super().__init__(env, apply_fn, value_format, search_config, eval_search_config, acting)
         self.eval_fn = network_eval_fn(apply_fn)
 
     @classmethod

@@ -193,14 +193,15 @@ class MuZeroAlgorithm(Algorithm):
 
     network_name = "muzero"
 
-    def __init__(self, env, apply_fn, value_format, search_config, eval_search_config=None):
+    def __init__(self, env, apply_fn, value_format, search_config, eval_search_config=None,
+                 acting=None):
         if not isinstance(value_format, MoverRelativeValues):
             raise ValueError("MuZero's heads are mover-relative: the game's value format must be "
                              f"MoverRelativeValues, got {value_format!r}")
         if value_format.num_players != env.num_players:
             raise ValueError(f"the value format has {value_format.num_players} players, "
                              f"{env.id} has {env.num_players}")
-        super().__init__(env, apply_fn, value_format, search_config, eval_search_config)
+        super().__init__(env, apply_fn, value_format, search_config, eval_search_config, acting)
         self.model = LearnedModel(apply_fn, env.num_actions, value_format)
 
     @classmethod
