@@ -39,7 +39,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, ClassVar, Literal, NamedTuple, Optional
 
-import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -161,18 +160,6 @@ class Graph:
     evaluations: jax.Array  # int32 evaluator calls that were used
     dropped_playouts: jax.Array  # int32 playouts dropped because the table was full
     short_circuits: jax.Array  # int32 playouts ended by the short-circuit
-
-
-@chex.dataclass(frozen=True)
-class MCGSOutput:
-    action: jax.Array  # int32[B, 2] joint action to play (sampled with the temperature)
-    policy: jax.Array  # float32[B, 2, A] visit distribution per player, on actions (target)
-    root_value: jax.Array  # float32[B, 2] Q of the root per player
-    # float32[B, 2, A] marginal Q of each action at the root (FPU if unvisited; an action that
-    # reaches no outcome, an illegal one, reads the FPU of the padding)
-    action_q: jax.Array
-    stats: dict  # int32[B] each: nodes_used, evaluations, tt_hits, playouts_with_hit, loop_trips...
-    graph: Graph  # the whole graph (batched), for inspection and tests
 
 
 def _node_info(env: Env, state: State):
@@ -490,8 +477,14 @@ def check_env(env: Any) -> None:
 
 def mcgs_search(eval_fn: EvalFn, params: Any, env: Env, root_states: State, key: jax.Array,
                 config: MCGSConfig = MCGSConfig(),
-                num_playouts: Optional[jax.Array] = None) -> MCGSOutput:
-    """Run MCGS on a batch of root states (leading axis B).
+                num_playouts: Optional[jax.Array] = None) -> tuple[SearchResult, Graph]:
+    """Run MCGS on a batch of root states (leading axis B): the graph family's own entry
+    (`turbozero.search.search` runs it for an `MCGSConfig`), which also returns the whole
+    graph (batched) for inspection. The result: `action` int32[B, 2] each player's most
+    visited outcome (ties at random), `policy` float32[B, 2, A], `root_values` float32[B, 2]
+    the root's Q per player (`root_value` seat 0's), `stats` the counters (int32[B] each:
+    nodes_used, evaluations, tt_hits, playouts_with_hit, dropped_playouts, short_circuits,
+    root_visits, loop_trips) and `action_q` float32[B, 2, A], each action's marginal Q.
 
     eval_fn(params, x) -> (policy_logits_p1 [B, A], policy_logits_p2 [B, A], value_p1 [B],
     value_p2 [B]) with x the observations [B, ...] (or the states, see `MCGSConfig`), A the
@@ -542,14 +535,17 @@ def mcgs_search(eval_fn: EvalFn, params: Any, env: Env, root_states: State, key:
                  # the batch's descent and backup loop trips (the same for every game: the
                  # loops run on the whole batch; on a GPU each is a round trip to the host)
                  loop_trips=jnp.broadcast_to(trips, (batch,)))
-    return MCGSOutput(action=action, policy=policy, root_value=root_value, action_q=action_q,
-                      stats=stats, graph=g)
+    # float32[B, 2, A] marginal Q of each action at the root (FPU if unvisited; an action that
+    # reaches no outcome, an illegal one, reads the FPU of the padding)
+    stats["action_q"] = action_q
+    return SearchResult(action=action, policy=policy, root_value=root_value[:, 0],
+                        root_values=root_value, stats=stats), g
 
 
 def make_mcgs_fn(eval_fn: EvalFn, env: Env, config: MCGSConfig = MCGSConfig()
-                 ) -> Callable[[Any, State, jax.Array], MCGSOutput]:
-    """`jit`-ed `fn(params, root_states, key) -> MCGSOutput` for a fixed evaluator, env, config
-    (the env is checked here, at construction)."""
+                 ) -> Callable[[Any, State, jax.Array], tuple[SearchResult, Graph]]:
+    """`jit`-ed `fn(params, root_states, key) -> (SearchResult, Graph)` for a fixed evaluator,
+    env, config (the env is checked here, at construction)."""
     check_env(env)
     return jax.jit(lambda params, roots, key: mcgs_search(eval_fn, params, env, roots, key,
                                                           config))
@@ -580,12 +576,12 @@ def _run(env, evaluator, variables, states, key, config, risk_beta=None) -> Sear
     two-player network (`network_eval_fn`); the result holds one action and one policy per
     seat, `root_value` is seat 0's, `stats` MCGS's counters and the root's `action_q`."""
     del risk_beta  # refused by `turbozero.search.search`: no risk term
-    out = mcgs_search(network_eval_fn(evaluator.apply_fn), variables, env, states, key, config)
-    return SearchResult(action=out.action, policy=out.policy, root_value=out.root_value[:, 0],
-                        root_values=out.root_value, stats=dict(out.stats, action_q=out.action_q))
+    result, _ = mcgs_search(network_eval_fn(evaluator.apply_fn), variables, env, states, key,
+                            config)
+    return result
 
 
 register_family("graph", MCGSConfig, _run)
 
-__all__ = ["MCGSConfig", "MCGSOutput", "Graph", "NO_NODE", "check_env", "mcgs_search",
+__all__ = ["MCGSConfig", "Graph", "NO_NODE", "check_env", "mcgs_search",
            "make_mcgs_fn", "network_eval_fn", "uniform_eval_fn"]

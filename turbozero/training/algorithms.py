@@ -7,7 +7,8 @@ the game is simultaneous. The run's algorithm config (`TrainConfig.algorithm`,
 * `AlphaZeroAlgorithm`: a tree search over the true dynamics (`turbozero.search.search`: the library's
   kernel for a `TreeSearchConfig`, mctx for a `MctxConfig`) for turn-based games; policy target = visit distribution, value
   target = the game's return, loss = policy cross-entropy + the value format's loss.
-* `GraphSearchAlgorithm`: MCGS (`turbozero.search.mcgs`) for simultaneous-move games; one policy target
+* `GraphSearchAlgorithm`: MCGS (the `graph` family of `turbozero.search.search`) for
+  simultaneous-move games; one policy target
   per player and one value per seat.
 * A learned-model algorithm (MuZero, issue 20) is a third implementation: it brings its own
   replay (trajectory windows instead of positions: `init_replay` / `record`), its own loss
@@ -29,7 +30,6 @@ from envs.core import Env, State
 from turbozero.networks.value_formats import ValueFormat
 from turbozero.search.kernel import TreeSearchConfig
 from turbozero.search.selection import SpecPUCT
-from turbozero.search.mcgs import mcgs_search, network_eval_fn
 from turbozero.search.api import NetworkEvaluator, search
 from turbozero.search.one_ply import greedy_actions
 from turbozero.training import collector, replay
@@ -255,7 +255,7 @@ class GraphSearchAlgorithm(Algorithm):
     def __init__(self, env, apply_fn, value_format, search_config, eval_search_config=None,
                  acting=None):
         super().__init__(env, apply_fn, value_format, search_config, eval_search_config, acting)
-        self.eval_fn = network_eval_fn(apply_fn)
+        self.evaluator = NetworkEvaluator(apply_fn, value_format)
 
     @classmethod
     def check_env(cls, env: Env) -> None:
@@ -264,12 +264,12 @@ class GraphSearchAlgorithm(Algorithm):
                              "simultaneous moves; use a MctxConfig search (AlphaZero)")
 
     def self_play_policy(self, variables, states, key):
-        return mcgs_search(self.eval_fn, variables, self.env, states, key,
-                           self.search_config).policy
+        return search(self.env, self.evaluator, variables, states, key,
+                      self.search_config).policy
 
     def act(self, variables, states, key):
-        return mcgs_search(self.eval_fn, variables, self.env, states, key,
-                           self.eval_search_config).action
+        return search(self.env, self.evaluator, variables, states, key,
+                      self.eval_search_config).action
 
     def loss_fn(self, params, train_state, experience):
         return simultaneous_loss_fn(params, train_state, experience, 0.0)  # Algorithm.loss_fn
