@@ -8,7 +8,7 @@ the host-side `cpu` family (the C++ tree) is timed as it is called. Figures are 
 interleaved calls (`timing.time_compiled`, which refuses a timed call that compiles or runs JAX
 ops un-jitted; on a shared machine the minimum is least changed by other processes) and
 positions searched per second. docs/search.md
-("The core: one contract, six families") holds the table.
+("The core: one contract, seven families") holds the table.
 """
 
 from __future__ import annotations

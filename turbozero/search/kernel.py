@@ -454,7 +454,7 @@ def _risk_value(stats, beta, bounds) -> jax.Array:
 def _act(tree: Tree, extra: RootExtra, config: TreeSearchConfig, key: jax.Array):
     """(action int32[B], policy float32[B, K] over the root slots): the search's own choice,
     the move it recommends. Self-play acts on the policy instead (`TemperatureSchedule`, the
-    one place a temperature lives: docs/training.md, "Acting")."""
+    one place a temperature lives: docs/training.md, "Algorithms")."""
     stats = _root_stats(tree, config.discount)
     valid = stats.valid
     if isinstance(config.root, GumbelRoot):
