@@ -57,9 +57,10 @@ def test_check_real_refuses_nan_infinity_and_non_numbers():
 
 # ------------------------------------------------------------------------- search configs --
 @pytest.mark.parametrize("make,field", [
-    # temperature=nan and c_puct=inf trained and wrote NaN into turbozero_run.json
-    (lambda: MctxConfig(temperature=NAN), "temperature"),
-    (lambda: MctxConfig(temperature=INF), "temperature"),
+    # c_puct=inf (and a search temperature of nan, when search configs had one) trained and
+    # wrote NaN into turbozero_run.json
+    (lambda: MctxConfig(pb_c_base=NAN), "pb_c_base"),
+    (lambda: MctxConfig(pb_c_init=NAN), "pb_c_init"),
     (lambda: MctxConfig(num_simulations=2.5), "num_simulations"),
     (lambda: MctxConfig(num_simulations="16"), "num_simulations"),
     (lambda: MctxConfig(dirichlet_alpha=NAN), "dirichlet_alpha"),
@@ -76,10 +77,8 @@ def test_check_real_refuses_nan_infinity_and_non_numbers():
     (lambda: PUCTRoot(dirichlet_fraction=NAN), "dirichlet_fraction"),
     (lambda: GumbelRoot(max_considered=4.5), "max_considered"),
     (lambda: GumbelRoot(c_scale=INF), "c_scale"),
-    (lambda: TreeSearchConfig(temperature=NAN), "temperature"),
     (lambda: TreeSearchConfig(num_simulations=8.0), "num_simulations"),
     (lambda: TreeSearchConfig(discount=NAN), "discount"),
-    (lambda: TreeSearchConfig(temperature_moves=1.5), "temperature_moves"),
     (lambda: TemperatureSchedule(temperature=NAN), "temperature_schedule.temperature"),
     (lambda: TemperatureSchedule(moves=2.5), "temperature_schedule.moves"),
 ], ids=lambda x: x if isinstance(x, str) else "")
@@ -89,13 +88,12 @@ def test_search_and_acting_configs_name_the_bad_field(make, field):
     _one_line(err)
 
 
-def test_search_config_with_nan_temperature_never_reaches_acting():
-    """Acting with temperature NaN returned a move; the schedule and both search configs now
-    refuse it where they are built."""
-    for make in (lambda t: TemperatureSchedule(temperature=t), lambda t: MctxConfig(
-            temperature=t), lambda t: TreeSearchConfig(temperature=t)):
+def test_a_nan_temperature_never_reaches_acting():
+    """Acting with temperature NaN returned a move; the schedule (the one place a temperature
+    is set) refuses it where it is built."""
+    for t in (NAN, INF, -1.0):
         with pytest.raises(ValueError, match="temperature"):
-            make(NAN)
+            TemperatureSchedule(temperature=t)
 
 
 @pytest.mark.parametrize("alpha", [-0.3, NAN, 0.0])

@@ -69,8 +69,8 @@ def test_set_parses_each_field_type():
     assert parse_overrides(base, ['network={"hidden_sizes": [8]}'])["network"] == {
         "hidden_sizes": (8,)}
     # a JSON object merges into a nested config too; later keys build on earlier ones
-    new = parse_overrides(base, ['search={"num_simulations": 4}', "search.temperature=0.5"])
-    assert new["algorithm"].search == MctxConfig(num_simulations=4, temperature=0.5)
+    new = parse_overrides(base, ['search={"num_simulations": 4}', "search.pb_c_init=0.5"])
+    assert new["algorithm"].search == MctxConfig(num_simulations=4, pb_c_init=0.5)
     pyrat = get_preset("pyrat", "tiny")
     assert parse_overrides(pyrat, ["search.capacity=40"])["algorithm"].search == (
         dataclasses.replace(pyrat.search, capacity=40))
@@ -179,8 +179,7 @@ def test_changed_search_carries_a_derived_evaluation_search():
     base = _mctx_base()
     cfg = with_overrides(base, parse_overrides(base, ["search.num_simulations=5"]))
     assert cfg.eval_search is None  # derived when the algorithm is built
-    assert evaluation_search(cfg.search) == MctxConfig(num_simulations=5, dirichlet_fraction=0.0,
-                                                         temperature=0.0)
+    assert evaluation_search(cfg.search) == MctxConfig(num_simulations=5, dirichlet_fraction=0.0)
     # the kernel's nested root noise is turned off too
     base = get_preset(GAME, "tiny")
     cfg = with_overrides(base, parse_overrides(base, ["search.root.dirichlet_fraction=0.5"]))
@@ -201,7 +200,7 @@ def test_a_field_of_a_derived_evaluation_search_can_be_set():
         base, ["search.num_simulations=6", "eval_search.num_simulations=1"]))
     assert cfg.eval_search == dataclasses.replace(
         evaluation_search(dataclasses.replace(base.search, num_simulations=6)), num_simulations=1)
-    assert cfg.eval_search.root.dirichlet_fraction == 0.0 and cfg.eval_search.temperature == 0.0
+    assert cfg.eval_search.root.dirichlet_fraction == 0.0
 
 
 def test_set_takes_a_config_of_another_class_tagged_as_stored():
@@ -215,9 +214,9 @@ def test_set_takes_a_config_of_another_class_tagged_as_stored():
     assert isinstance(chess.eval_search, OnePlyConfig)
     tree = ('{"__dataclass__": "turbozero.search.kernel:TreeSearchConfig", '
             '"num_simulations": 4, "root": {"dirichlet_fraction": 0.0}}')
-    new = parse_overrides(chess, [f"eval_search={tree}", "eval_search.temperature=0"])
+    new = parse_overrides(chess, [f"eval_search={tree}", "eval_search.num_simulations=4"])
     assert new["algorithm"].eval_search == TreeSearchConfig(
-        num_simulations=4, root=PUCTRoot(dirichlet_fraction=0.0), temperature=0.0)
+        num_simulations=4, root=PUCTRoot(dirichlet_fraction=0.0))
     score = '{"__dataclass__": "turbozero.games.chess.adjudication:MaterialScore", "scale": 5}'
     assert parse_overrides(chess, [f"truncated_games={score}"])["truncated_games"] == (
         MaterialScore(5.0))

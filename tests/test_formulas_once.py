@@ -211,13 +211,14 @@ def ttt():
     return env, NetworkEvaluator(flat, ScalarValue()), states
 
 
-@pytest.mark.parametrize("temperature", [0.0, 1.0])
-def test_kernel_acts_by_act(ttt, temperature):
+def test_kernel_recommends_by_act(ttt):
+    """The search's own action is `act` at tau = 0 (the most visited, ties at random): the
+    search recommends, acting (a `TemperatureSchedule`) chooses."""
     from turbozero.search.kernel import TreeSearchConfig, tree_search
     from turbozero.search.model import EnvModel
 
     env, evaluator, states = ttt
-    cfg = TreeSearchConfig(num_simulations=8, temperature=temperature)
+    cfg = TreeSearchConfig(num_simulations=8)
     key = jax.random.PRNGKey(3)
     result, tree = jax.jit(lambda s, k: tree_search(EnvModel(env, evaluator), None, s, k, cfg)
                            )(states, key)
@@ -225,24 +226,23 @@ def test_kernel_acts_by_act(ttt, temperature):
     actions = tree.children_action[:, 0]
     valid = actions != -1
     visits = jnp.take_along_axis(result.stats["root_visits"], jnp.where(valid, actions, 0), 1)
-    slot = act(k_act, visits.astype(jnp.float32), valid, jnp.full(16, temperature))
+    slot = act(k_act, visits.astype(jnp.float32), valid, 0.0)
     np.testing.assert_array_equal(result.action, jnp.take_along_axis(actions, slot[:, None], 1)[:, 0])
 
 
-@pytest.mark.parametrize("temperature", [0.0, 1.0])
-def test_mctx_family_acts_by_act(ttt, temperature):
+def test_mctx_family_recommends_by_act(ttt):
     from turbozero.search import MctxConfig, search
 
     env, evaluator, states = ttt
-    cfg = MctxConfig(num_simulations=8, temperature=temperature)
+    cfg = MctxConfig(num_simulations=8)
     key = jax.random.PRNGKey(5)
     result = jax.jit(lambda s, k: search(env, evaluator, None, s, k, cfg))(states, key)
     _, k_mctx = jax.random.split(key)
     visits = result.stats["root_visits"].astype(jnp.float32)
-    want = act(jax.random.fold_in(k_mctx, 1), visits, states.legal_action_mask, temperature)
+    want = act(jax.random.fold_in(k_mctx, 1), visits, states.legal_action_mask, 0.0)
     np.testing.assert_array_equal(result.action, want)
-    # the same weights, keys and tau through the training schedule: the same moves
-    sched = TemperatureSchedule(temperature, None)
+    # the same weights and keys through the training schedule at tau 0: the same moves
+    sched = TemperatureSchedule(0.0, None)
     np.testing.assert_array_equal(
         sched.act(jax.random.fold_in(k_mctx, 1), visits, states.step_count), want)
 
@@ -362,7 +362,7 @@ def test_cpp_mixes_root_noise_as_mix_legal_noise():
 @cpp
 def test_cpu_self_play_follows_the_temperature_schedule():
     """tau for the first T moves, then the most visited move (ties at random): the C++ games
-    of a CPUSelfPlayConfig given TrainConfig.temperature_schedule."""
+    of a CPUSelfPlayConfig acting by a `TemperatureSchedule` (the algorithm's `acting`)."""
     import envs
     from turbozero.search.cpu import CPUSearchConfig
     from turbozero.search.cpu.selfplay import CPUSelfPlayConfig, cpu_self_play
@@ -374,10 +374,11 @@ def test_cpu_self_play_follows_the_temperature_schedule():
 
     base = CPUSelfPlayConfig(search=CPUSearchConfig(dirichlet_fraction=0.0), num_workers=1,
                              num_games=16, num_simulations=12, batch_tiers=(4, 16), seed=3)
-    cfg = base.with_schedule(TemperatureSchedule(temperature=4.0, moves=3))
-    assert (cfg.temperature, cfg.temperature_moves) == (4.0, 3)
-    assert base.with_schedule(TemperatureSchedule(1.0, None)).temperature_moves == 2**31 - 1
-    out = cpu_self_play(env, net, None, cfg, jax.random.PRNGKey(0))
+    native = base.to_native(acting=TemperatureSchedule(temperature=4.0, moves=3))
+    assert (native.temperature, native.temperature_moves) == (4.0, 3)
+    assert base.to_native(acting=TemperatureSchedule(1.0, None)).temperature_moves == 2**31 - 1
+    out = cpu_self_play(env, net, None, base, jax.random.PRNGKey(0),
+                        acting=TemperatureSchedule(temperature=4.0, moves=3))
     move = np.zeros(len(out.action), int)
     for g in np.unique(out.game):
         rows = np.flatnonzero(out.game == g)
@@ -388,25 +389,38 @@ def test_cpu_self_play_follows_the_temperature_schedule():
     assert not np.all(most[move < 3])  # before: sampled at tau 4, not always the most visited
 
 
-def test_cpu_alphazero_takes_the_schedule_and_refuses_a_contradiction():
+def test_search_configs_hold_no_acting_and_stored_runs_keep_theirs():
+    """Temperature and its schedule belong to acting alone (issue 44, item 3): no search config
+    has one. A run stored with them in its search config loads through training/migration.py
+    with what it played unchanged: dropped, but for a C++ self-play whose own settings
+    contradicted the schedule (it followed them then): its algorithm acts by them."""
+    from turbozero.search import MCGSConfig, MctxConfig, TreeSearchConfig
+    from turbozero.search.cpu import CPUSearchConfig
     from turbozero.search.cpu.selfplay import CPUSelfPlayConfig
+    from turbozero.training.algorithm_configs import AlphaZero
+    from turbozero.training.config import TrainConfig
     from turbozero.training.cpu_alphazero import CPUAlphaZero
+    from turbozero.training.run_config import from_json, to_json
 
-    def algo(**kw):  # the two methods read only cpu_config and schedule
-        a = types.SimpleNamespace(cpu_config=CPUSelfPlayConfig(**kw), schedule=None)
-        a.use = lambda s: CPUAlphaZero.use_temperature_schedule(a, s)
-        a.config = lambda i: CPUAlphaZero.self_play_config(a, i)
-        return a
-
-    a = algo(seed=2)
-    a.use(TemperatureSchedule(0.5, 4))
-    cfg = a.config(3)
-    assert (cfg.temperature, cfg.temperature_moves, cfg.seed) == (0.5, 4, 2 + 3 * 7919)
-    a = algo(temperature_moves=4)  # agrees with the schedule: fine
-    a.use(TemperatureSchedule(1.0, 4))
-    # a run stored before the schedule was followed keeps acting by its own settings
-    old = algo(temperature_moves=4)
-    with pytest.warns(UserWarning, match="temperature_moves=4 contradicts TrainConfig"):
-        old.use(TemperatureSchedule(1.0, 30))
-    assert old.schedule is None and old.config(0).temperature_moves == 4
-    assert dataclasses.replace(CPUSelfPlayConfig(), seed=0) == algo().config(0)  # no schedule
+    for cls in (TreeSearchConfig, MctxConfig, MCGSConfig, CPUSearchConfig, CPUSelfPlayConfig):
+        assert not {"temperature", "temperature_moves"} & {f.name for f in
+                                                            dataclasses.fields(cls)}, cls
+        stored = to_json(cls())
+        stored["temperature"] = 0.25
+        assert from_json(stored) == cls()
+    a = types.SimpleNamespace(cpu_config=CPUSelfPlayConfig(seed=2))
+    assert CPUAlphaZero.self_play_config(a, 3).seed == 2 + 3 * 7919  # games seeded per iteration
+    algorithm = AlphaZero(search=CPUSelfPlayConfig(), acting=TemperatureSchedule(1.0, 30))
+    stored = to_json(algorithm)
+    stored["search"].update(temperature=1.0, temperature_moves=30)  # the defaults: the schedule
+    assert from_json(stored) == algorithm
+    stored["search"]["temperature_moves"] = 4  # agrees with a schedule of 4 moves
+    assert from_json(dict(stored, acting=to_json(TemperatureSchedule(1.0, 4)))).acting == (
+        TemperatureSchedule(1.0, 4))
+    assert from_json(stored).acting == TemperatureSchedule(1.0, 4)  # contradicts 30: its own
+    # the layout before TrainConfig.algorithm: the search and schedule at the top
+    old = to_json(TrainConfig(game="pgx/tic_tac_toe", algorithm=algorithm))
+    del old["algorithm"]
+    old["search"] = dict(stored["search"], temperature=0.5)
+    old["temperature_schedule"] = to_json(TemperatureSchedule(1.0, 30))
+    assert from_json(old).algorithm.acting == TemperatureSchedule(0.5, 4)

@@ -40,17 +40,15 @@ SEARCHES = {
     "mctx, MinMaxQ": MctxConfig(num_simulations=SIMS, q_transform=MinMaxQ()),
 }
 QUIET = PUCTRoot(dirichlet_fraction=0.0)
-# (mctx, kernel) pairs of the same formula, noise off, temperature 0
+# (mctx, kernel) pairs of the same formula, noise off, the recommended (most visited) move
 PAIRS = {
     "mctx MinMaxQ vs kernel MctxPUCT": (
-        MctxConfig(num_simulations=SIMS, dirichlet_fraction=0.0, temperature=0.0,
+        MctxConfig(num_simulations=SIMS, dirichlet_fraction=0.0,
                      q_transform=MinMaxQ()),
-        TreeSearchConfig(num_simulations=SIMS, selection=MctxPUCT(), root=QUIET,
-                         temperature=0.0)),
+        TreeSearchConfig(num_simulations=SIMS, selection=MctxPUCT(), root=QUIET)),
     "mctx DynamicFPU(0) vs kernel SpecPUCT(fpu 0)": (
-        MctxConfig(num_simulations=SIMS, dirichlet_fraction=0.0, temperature=0.0),
-        TreeSearchConfig(num_simulations=SIMS, selection=SpecPUCT(fpu_base=0.0), root=QUIET,
-                         temperature=0.0)),
+        MctxConfig(num_simulations=SIMS, dirichlet_fraction=0.0),
+        TreeSearchConfig(num_simulations=SIMS, selection=SpecPUCT(fpu_base=0.0), root=QUIET)),
 }
 
 

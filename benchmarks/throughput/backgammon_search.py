@@ -88,13 +88,12 @@ def kernel_config(args, evaluation: bool = False) -> TreeSearchConfig:
     selection = MctxPUCT() if args.selection == "mctx" else SpecPUCT(c_puct=1.25, fpu_base=0.0)
     root = PUCTRoot(dirichlet_fraction=0.0) if evaluation else PUCTRoot(0.3, 0.25)
     return TreeSearchConfig(num_simulations=args.sims, leaves_per_step=args.leaves,
-                            selection=selection, root=root,
-                            temperature=0.0 if evaluation else 1.0)
+                            selection=selection, root=root)
 
 
 def mctx_config(args, evaluation: bool = False):
     if evaluation:
-        return MctxConfig(num_simulations=args.sims, dirichlet_fraction=0.0, temperature=0.0)
+        return MctxConfig(num_simulations=args.sims, dirichlet_fraction=0.0)
     return MctxConfig(num_simulations=args.sims)
 
 

@@ -77,17 +77,20 @@ def _jax_selfplay(env, evaluator, variables, games, sims, moves, leaves):
     """The all-JAX side as one host-side call of compiled functions: a jitted init of the
     games, then one jitted search-and-step per move. The keys are made here, before timing:
     the timed call may only run compiled code (benchmarks/tools/timing.py)."""
+    from turbozero.search.acting import TemperatureSchedule
     from turbozero.search.kernel import TreeSearchConfig, search_env
 
     # the same leaves per step as the CPU path: both batch L leaves per tree per network call
-    cfg = TreeSearchConfig(num_simulations=sims, root=PUCTRoot(), temperature=1.0,
-                           leaves_per_step=leaves)
+    cfg = TreeSearchConfig(num_simulations=sims, root=PUCTRoot(), leaves_per_step=leaves)
+    # acting at tau 1 on the visits, as the CPU path's games (the search only recommends)
+    acting = TemperatureSchedule(temperature=1.0, moves=None)
     init = jax.jit(jax.vmap(env.init))
 
     @jax.jit
     def move(states, key):
-        res = search_env(env, evaluator, variables, states, key, cfg)
-        return jax.vmap(env.step)(states, res.action)
+        k_search, k_act = jax.random.split(key)
+        res = search_env(env, evaluator, variables, states, k_search, cfg)
+        return jax.vmap(env.step)(states, acting.act(k_act, res.policy, states.step_count))
 
     init_keys = jax.random.split(jax.random.PRNGKey(0), games)
     move_keys = [jax.random.PRNGKey(i) for i in range(moves)]

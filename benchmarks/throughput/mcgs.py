@@ -48,9 +48,9 @@ from benchmarks.tools.revisions import module_at_revision  # noqa: E402
 from benchmarks.tools.timing import time_compiled, with_cpu_time  # noqa: E402
 
 
-def distinct_share(out) -> tuple[np.ndarray, np.ndarray]:
+def distinct_share(result, graph) -> tuple[np.ndarray, np.ndarray]:
     """(nodes, distinct states among them) per game."""
-    keys, n = np.asarray(out.graph.key), np.asarray(out.stats["nodes_used"])
+    keys, n = np.asarray(graph.key), np.asarray(result.stats["nodes_used"])
     return n, np.array([len({tuple(k) for k in keys[b, : n[b]]}) for b in range(len(n))])
 
 
@@ -64,11 +64,11 @@ def transpositions(width, height, cheese, sims, batch, evaluator, name):
         fn = make_mcgs_fn(ev, env, MCGSConfig(num_simulations=sims, transpositions=tt,
                                               evaluator_input=inp))
         out = jax.tree_util.tree_map(np.asarray, fn(None, roots, jax.random.PRNGKey(1)))
-        res[mode] = out
-    g, t = res["graph"], res["tree"]
+        res[mode] = out  # (SearchResult, Graph)
+    (g, _), (t, t_graph) = res["graph"], res["tree"]
     playouts = g.stats["root_visits"] + 1  # + the playout that evaluated the root
     hit_share = g.stats["playouts_with_hit"].sum() / playouts.sum()
-    tn, td = distinct_share(t)
+    tn, td = distinct_share(t, t_graph)
     t_evals = t.stats["evaluations"].sum()
     dup = (tn - td).sum()  # tree nodes whose state another tree node already holds
     g_evals = g.stats["evaluations"].sum()
@@ -138,9 +138,11 @@ def cost(batches, sims, repeats, ref):
                 f = jax.jit(lambda v, r, k, c=cfg, m=mod, e=eval_fn:
                             m.mcgs_search(e, v, env, r, k, c))
                 out = jax.block_until_ready(f(variables, roots, key))  # compile, and check
-                fields = {fl.name: np.asarray(getattr(out.graph, fl.name))
-                          for fl in dataclasses.fields(out.graph) if fl.name != "emb"}
-                fields.update({"emb." + k: np.asarray(v) for k, v in out.graph.emb.items()})
+                # (SearchResult, Graph) since issue 44; a tree before it: one output with .graph
+                out, graph = out if isinstance(out, tuple) else (out, out.graph)
+                fields = {fl.name: np.asarray(getattr(graph, fl.name))
+                          for fl in dataclasses.fields(graph) if fl.name != "emb"}
+                fields.update({"emb." + k: np.asarray(v) for k, v in graph.emb.items()})
                 outs[tag + name] = dict(fields, policy=np.asarray(out.policy),
                                         action=np.asarray(out.action))
                 fns[tag + name] = with_cpu_time(f, cpu.setdefault(tag + name, []))

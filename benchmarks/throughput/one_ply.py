@@ -24,7 +24,7 @@ import numpy as np  # noqa: E402
 from envs.chess.encode import states_from_fens  # noqa: E402
 from envs.chess.pychess import random_fens  # noqa: E402
 from turbozero.presets import get_preset  # noqa: E402
-from turbozero.search import one_ply_search  # noqa: E402
+from turbozero.search.one_ply import one_ply_search  # noqa: E402
 from turbozero.training import Trainer  # noqa: E402
 from benchmarks.tools.timing import time_compiled  # noqa: E402
 

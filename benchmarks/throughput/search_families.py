@@ -8,7 +8,7 @@ the host-side `cpu` family (the C++ tree) is timed as it is called. Figures are 
 interleaved calls (`timing.time_compiled`, which refuses a timed call that compiles or runs JAX
 ops un-jitted; on a shared machine the minimum is least changed by other processes) and
 positions searched per second. docs/search.md
-("The core: one contract, six families") holds the table.
+("The core: one contract, seven families") holds the table.
 """
 
 from __future__ import annotations
@@ -57,10 +57,10 @@ def _setup(game: str, batch: int, plies: int = 6):
 def _configs(game: str, sims: int) -> dict:
     quiet = PUCTRoot(dirichlet_fraction=0.0)
     if game == "pyrat":
-        return {"graph": MCGSConfig(num_simulations=sims, temperature=0.0)}
+        return {"graph": MCGSConfig(num_simulations=sims)}
     configs = {
-        "tree": TreeSearchConfig(num_simulations=sims, root=quiet, temperature=0.0),
-        "mctx": MctxConfig(num_simulations=sims, dirichlet_fraction=0.0, temperature=0.0),
+        "tree": TreeSearchConfig(num_simulations=sims, root=quiet),
+        "mctx": MctxConfig(num_simulations=sims, dirichlet_fraction=0.0),
         "one-ply": OnePlyConfig(),
     }
     if game == "backgammon":
@@ -69,8 +69,7 @@ def _configs(game: str, sims: int) -> dict:
         from turbozero.search.cpu import CPUSearchConfig, cpu_search_available
 
         if cpu_search_available() and game != "backgammon":
-            configs["cpu"] = CPUSearchConfig(num_simulations=sims, dirichlet_fraction=0.0,
-                                             temperature=0.0)
+            configs["cpu"] = CPUSearchConfig(num_simulations=sims, dirichlet_fraction=0.0)
     return configs
 
 

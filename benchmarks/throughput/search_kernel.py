@@ -161,7 +161,7 @@ def main() -> None:
 def reuse(game, batch, sims, moves=12):
     """Self-play with the tiny network (acting temperature 1, root noise on): after each move
     the chosen child's subtree is carried; its nodes are evaluations the next search skips."""
-    from turbozero.search import tree_search
+    from turbozero.search.kernel import tree_search
     from turbozero.search.model import EnvModel
     from turbozero.search.reuse import reuse_subtree
 

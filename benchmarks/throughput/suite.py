@@ -363,7 +363,7 @@ def mcgs_section(report: Report, sizes: Sizes) -> None:
             cfg = MCGSConfig(num_simulations=sims, transpositions=tt,
                              walk_unroll=sizes.walk_unroll)
             fns[name], compile_s[name] = compile_timed(
-                lambda v, r, k, c=cfg: _with_trips(mcgs_search(eval_fn, v, env, r, k, c)),
+                lambda v, r, k, c=cfg: _with_trips(mcgs_search(eval_fn, v, env, r, k, c)[0]),
                 variables, roots, key)
             kernels[name] = loop_profile(fns[name].as_text())
             trips[name] = _trips_per_sim(fns[name], (variables, roots, key), sims)

@@ -16,7 +16,7 @@ from turbozero.training import replay
 ENV = envs.make("backgammon")
 NET = MLPNet(num_actions=ENV.num_actions, value_format=FourWayValue(), hidden_sizes=(8,))
 EVAL = NetworkEvaluator(NET.apply, FourWayValue())
-CONFIG = MctxConfig(num_simulations=48, dirichlet_fraction=0.0, temperature=0.0)
+CONFIG = MctxConfig(num_simulations=48, dirichlet_fraction=0.0)
 _search = jax.jit(lambda v, s, k: search(ENV, EVAL, v, s, k, CONFIG))
 
 
@@ -171,7 +171,7 @@ def test_few_simulations_spread_over_the_moves_with_dynamic_fpu(q, spread):
         a = jax.random.categorical(jax.random.PRNGKey(i), jnp.where(s.legal_action_mask, 0.0, -jnp.inf))
         s = step(s, a, jax.random.PRNGKey(100 + i))
     assert int(np.asarray(s.legal_action_mask).sum()) >= 4
-    cfg = MctxConfig(num_simulations=8, dirichlet_fraction=0.0, temperature=0.0,
+    cfg = MctxConfig(num_simulations=8, dirichlet_fraction=0.0,
                        q_transform=DynamicFPU(0.0) if q == "fpu" else MinMaxQ())
     out = jax.jit(lambda st, k: search(ENV, _linear_evaluator(), None, st, k, cfg))(
         _stack(s), jax.random.PRNGKey(0))

@@ -66,7 +66,7 @@ def _check_result(env, batch, out: SearchResult, sims: int) -> None:
 def test_root_visits_equal_the_tree_kernel(game):
     env, net, _, batch = game
     tree = TreeSearchConfig(num_simulations=48, selection=SpecPUCT(c_puct=1.0, fpu_base=0.3),
-                            root=PUCTRoot(dirichlet_fraction=0.0), temperature=0.0)
+                            root=PUCTRoot(dirichlet_fraction=0.0))
     config = CPUSearchConfig.from_tree(tree)
     assert family_of(config).name == "cpu" and "cpu" in available_families()
     assert not family_of(config).jittable and family_of(config).risk_beta
@@ -77,7 +77,7 @@ def test_root_visits_equal_the_tree_kernel(game):
     # the C++ sums are fixed point (1e-4 per visit)
     np.testing.assert_allclose(got.root_values, want.root_values, atol=1e-4)
     assert got.root_wdl is None and want.root_wdl is None
-    # temperature 0 plays a most visited move
+    # the recommended move is a most visited one
     visits = np.asarray(got.stats["root_visits"])
     assert (visits[np.arange(4), np.asarray(got.action)] == visits.max(-1)).all()
 
@@ -86,7 +86,7 @@ def test_per_seat_risk_betas_equal_the_tree_kernel(game):
     """risk_beta float32[B, P]: selection at a node uses its mover's beta, as in the kernel."""
     env, net, _, batch = game
     tree = TreeSearchConfig(num_simulations=48, selection=SpecPUCT(c_puct=1.2, fpu_base=0.1),
-                            root=PUCTRoot(dirichlet_fraction=0.0), temperature=0.0)
+                            root=PUCTRoot(dirichlet_fraction=0.0))
     risk = jnp.tile(jnp.asarray([[1.5, -1.0]], jnp.float32), (4, 1))
     want = jax.jit(lambda s, k, r: search(env, net, None, s, k, tree, risk_beta=r))(
         batch, jax.random.PRNGKey(1), risk)
@@ -129,8 +129,8 @@ def test_inside_jit_it_is_a_value_error_naming_the_host_side_family(game):
         search(pyrat, net, None, states, jax.random.PRNGKey(0), config)
 
 
-def test_noise_temperature_terminal_roots_and_wdl(game):
-    """Root noise and tau = 1: legal moves, the same for the same key; a terminal root in the
+def test_noise_terminal_roots_and_wdl(game):
+    """Root noise: legal moves, the same for the same key; a terminal root in the
     batch is not searched; a WDL head gives `root_wdl` (a distribution)."""
     from turbozero.networks.value_formats import WDLValue
 
@@ -141,7 +141,7 @@ def test_noise_temperature_terminal_roots_and_wdl(game):
     assert bool(s.terminated)
     r = float(s.rewards[s.current_player])  # the outcome for the player to move there
     roots = jax.tree_util.tree_map(lambda x, y: jnp.concatenate([x, y[None]]), batch, s)
-    config = CPUSearchConfig(num_simulations=16, temperature=1.0)
+    config = CPUSearchConfig(num_simulations=16)
     one = search(env, net, None, roots, jax.random.PRNGKey(5), config)
     two = search(env, net, None, roots, jax.random.PRNGKey(5), config)
     np.testing.assert_array_equal(one.action, two.action)
@@ -155,7 +155,7 @@ def test_noise_temperature_terminal_roots_and_wdl(game):
         return logits, jnp.stack([value, jnp.zeros_like(value), -value], -1)
 
     out = search(env, NetworkEvaluator(wdl_net, WDLValue()), None, roots,
-                 jax.random.PRNGKey(0), dataclasses.replace(config, temperature=0.0))
+                 jax.random.PRNGKey(0), dataclasses.replace(config))
     wdl = np.asarray(out.root_wdl)
     assert wdl.shape == (5, 3)
     np.testing.assert_allclose(wdl.sum(-1), 1.0, atol=1e-5)
@@ -176,9 +176,9 @@ def test_the_self_play_config_keeps_its_own_search_settings():
     CPUSelfPlayConfig(search=CPUSearchConfig(num_simulations=64), num_simulations=64)
     # a run stored before the family fields existed still loads
     data = to_json(CPUSelfPlayConfig(num_simulations=12))
-    for name in ("num_simulations", "leaves_per_step", "temperature"):
+    for name in ("num_simulations", "leaves_per_step"):
         data["search"].pop(name)
     loaded = from_json(data)
     assert loaded == CPUSelfPlayConfig(num_simulations=12)
-    with pytest.raises(ValueError, match="temperature_moves"):
-        CPUSearchConfig.from_tree(TreeSearchConfig(temperature_moves=4))
+    with pytest.raises(ValueError, match="max_children"):
+        CPUSearchConfig.from_tree(TreeSearchConfig(max_children=4))

@@ -1,8 +1,7 @@
 """The C++ CPU search against the library's JAX tree kernel on a real game, and self-play through
 the threaded coordinator with a jitted JAX evaluator (issue 21, items 4-5; docs/cpu_search.md).
 
-The evaluator is a fixed random linear network (deterministic), root noise is off and the
-temperature 0: with one leaf per step the two searches must visit the root's children exactly
+The evaluator is a fixed random linear network (deterministic) and root noise is off: with one leaf per step the two searches must visit the root's children exactly
 alike."""
 
 from __future__ import annotations
@@ -16,6 +15,7 @@ import pytest
 
 import envs
 from fixed_networks import fixed_linear_network
+from turbozero.search.acting import TemperatureSchedule
 from turbozero.search.cpu import NEW_GAME, NO_ACTION, CPUSearchConfig, SearchTree
 from turbozero.search.cpu.selfplay import CPUSelfPlayConfig, cpu_self_play, make_pool_evaluator
 
@@ -98,7 +98,7 @@ def _compare_with_kernel(game, selections):
                                    *[s.replace(observation=observe(s)) for s in states])
     for selection in selections:
         cfg = kernel.TreeSearchConfig(num_simulations=48, selection=selection,
-                                      root=PUCTRoot(dirichlet_fraction=0.0), temperature=0.0)
+                                      root=PUCTRoot(dirichlet_fraction=0.0))
         search = jax.jit(lambda b, k, cfg=cfg: kernel.search_env(env, net, None, b, k, cfg))
         want = np.asarray(search(batch, jax.random.PRNGKey(1)).stats["root_visits"])  # [4, A]
         for i, s in enumerate(states):
@@ -137,7 +137,7 @@ def test_per_seat_risk_equals_the_jax_tree_kernel(game):
     selection = SpecPUCT(c_puct=1.2, fpu_base=0.1)
     betas = (1.5, -1.0)  # seats 0 and 1
     cfg = TreeSearchConfig(num_simulations=48, selection=selection,
-                           root=PUCTRoot(dirichlet_fraction=0.0), temperature=0.0)
+                           root=PUCTRoot(dirichlet_fraction=0.0))
     risk = jnp.tile(jnp.asarray([betas], jnp.float32), (len(states), 1))
     want = np.asarray(search_env(env, net, None, batch, jax.random.PRNGKey(1), cfg,
                                  risk_beta=risk).stats["root_visits"])
@@ -202,7 +202,7 @@ def test_root_wdl_and_soft_value_equal_the_jax_tree_kernel(game, wdl_net):
     batch = jax.tree_util.tree_map(lambda *x: jnp.stack(x),
                                    *[s.replace(observation=observe(s)) for s in states])
     cfg = TreeSearchConfig(num_simulations=40, selection=selection,
-                           root=PUCTRoot(dirichlet_fraction=0.0), temperature=0.0)
+                           root=PUCTRoot(dirichlet_fraction=0.0))
     want = jax.device_get(search_env(env, NetworkEvaluator(wdl_net, WDLValue()), None, batch,
                                      jax.random.PRNGKey(1), cfg))
     for i, s in enumerate(states):
@@ -229,10 +229,10 @@ def pool_evaluator(game):
 def test_self_play_games_replay_to_their_recorded_outcomes(game, pool_evaluator, workers, slots):
     env, net, step, observe, _ = game
     cfg = CPUSelfPlayConfig(search=CPUSearchConfig(), num_workers=workers, num_games=4,
-                            num_simulations=24, leaves_per_step=2, temperature_moves=4,
+                            num_simulations=24, leaves_per_step=2,
                             slots_per_game=slots, batch_tiers=(4, 8), seed=workers)
     out = cpu_self_play(env, net, None, cfg, jax.random.PRNGKey(3),
-                        pool_evaluator=pool_evaluator)
+                        pool_evaluator=pool_evaluator, acting=TemperatureSchedule(moves=4))
     assert out.terminated.all()  # tic-tac-toe ends within 9 moves
     assert out.stats["moves"] == len(out.action)
     assert out.stats["simulations"] == 24 * len(out.action)
@@ -289,13 +289,14 @@ def test_self_play_records_root_wdl_and_soft_value_into_the_replay(game, wdl_net
     # starts a fresh tree from the child's state (with reuse the root value also averages the
     # kept subtree's earlier visits, the WDL only this move's evaluations: docs/cpu_search.md)
     cfg = CPUSelfPlayConfig(search=CPUSearchConfig(), num_workers=2, num_games=4,
-                            num_simulations=24, temperature_moves=4, slots_per_game=26,
+                            num_simulations=24, slots_per_game=26,
                             batch_tiers=(4, 8), seed=5)
     key = jax.random.PRNGKey(3)
     # per-seat risk: seat 0 at beta 0.5, seat 1 at 0 (its soft value is then 0)
     out = cpu_self_play(env, evaluator, None, cfg, key,
                         pool_evaluator=make_pool_evaluator(env, evaluator, key),
-                        seat_betas=np.tile([[0.5, 0.0]], (4, 1)))
+                        seat_betas=np.tile([[0.5, 0.0]], (4, 1)),
+                        acting=TemperatureSchedule(moves=4))
     np.testing.assert_allclose(out.root_wdl.sum(-1), 1.0, atol=1e-5)
     np.testing.assert_allclose(out.root_wdl[:, 0] - out.root_wdl[:, 2], out.root_value,
                                atol=2e-3)
@@ -329,10 +330,11 @@ def test_a_stalled_root_wait_is_retried_and_plays_the_same_games(game, pool_eval
 
     env, net, *_ = game
     cfg = CPUSelfPlayConfig(search=CPUSearchConfig(), num_workers=1, num_games=4,
-                            num_simulations=16, temperature_moves=2, batch_tiers=(4, 8),
+                            num_simulations=16, batch_tiers=(4, 8),
                             seed=11, timeout_s=60, root_wait_s=0.2, root_eval_retries=3)
     key = jax.random.PRNGKey(3)
-    want = cpu_self_play(env, net, None, cfg, key, pool_evaluator=pool_evaluator)
+    two = TemperatureSchedule(moves=2)
+    want = cpu_self_play(env, net, None, cfg, key, pool_evaluator=pool_evaluator, acting=two)
     stalls = []
 
     def stalled(pool, params, parent, action, dest):
@@ -343,7 +345,7 @@ def test_a_stalled_root_wait_is_retried_and_plays_the_same_games(game, pool_eval
             stalls.append(len(parent))
         return out
 
-    got = cpu_self_play(env, net, None, cfg, key, pool_evaluator=stalled)
+    got = cpu_self_play(env, net, None, cfg, key, pool_evaluator=stalled, acting=two)
     assert stalls
     assert got.stats["root_retries"] >= 1
     np.testing.assert_array_equal(got.game, want.game)
@@ -355,7 +357,7 @@ def test_a_stalled_root_wait_is_retried_and_plays_the_same_games(game, pool_eval
         stalls.clear()
         cpu_self_play(env, net, None, dataclasses.replace(cfg, timeout_s=0.2,
                                                           root_eval_retries=0),
-                      key, pool_evaluator=stalled)
+                      key, pool_evaluator=stalled, acting=two)
 
 
 def test_overlapping_groups_play_the_games_of_one_worker(game, pool_evaluator):
@@ -366,12 +368,13 @@ def test_overlapping_groups_play_the_games_of_one_worker(game, pool_evaluator):
     worker)."""
     env, net, *_ = game
     cfg = CPUSelfPlayConfig(search=CPUSearchConfig(), num_workers=1, num_games=4,
-                            num_simulations=24, leaves_per_step=2, temperature_moves=4,
+                            num_simulations=24, leaves_per_step=2,
                             batch_tiers=(4, 8), seed=5)
     key = jax.random.PRNGKey(3)
-    want = cpu_self_play(env, net, None, cfg, key, pool_evaluator=pool_evaluator)
+    four = TemperatureSchedule(moves=4)
+    want = cpu_self_play(env, net, None, cfg, key, pool_evaluator=pool_evaluator, acting=four)
     got = cpu_self_play(env, net, None, dataclasses.replace(cfg, num_workers=2, overlap=True),
-                        key, pool_evaluator=pool_evaluator)
+                        key, pool_evaluator=pool_evaluator, acting=four)
     assert got.stats["batches"] > want.stats["batches"]  # one worker's games per batch
     for field in ("game", "action", "policy", "root_value", "value"):
         np.testing.assert_array_equal(getattr(got, field), getattr(want, field))
@@ -381,7 +384,6 @@ def test_overlapping_groups_play_the_games_of_one_worker(game, pool_evaluator):
     (dict(num_games=2.5), "num_games must be an integer >= 1"),
     (dict(num_simulations="8"), "num_simulations must be an integer"),
     (dict(num_workers=True), "num_workers must be an integer"),
-    (dict(temperature=float("nan")), "temperature must be a finite number >= 0"),
     (dict(timeout_s=float("inf")), "timeout_s must be a finite number > 0"),
     (dict(root_wait_s=0.0), "root_wait_s must be a finite number > 0"),
     (dict(root_eval_retries=-1), "root_eval_retries must be an integer >= 0"),

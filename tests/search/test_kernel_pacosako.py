@@ -43,8 +43,8 @@ def searched():
     state = ENV.init(jax.random.PRNGKey(0))
     roots = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (BATCH,) + x.shape), state)
     kernel = TreeSearchConfig(num_simulations=SIMS, selection=MctxPUCT(),
-                              root=PUCTRoot(dirichlet_fraction=0.0), temperature=0.0)
-    mctx_cfg = MctxConfig(num_simulations=SIMS, dirichlet_fraction=0.0, temperature=0.0,
+                              root=PUCTRoot(dirichlet_fraction=0.0))
+    mctx_cfg = MctxConfig(num_simulations=SIMS, dirichlet_fraction=0.0,
                             q_transform=MinMaxQ())
     run = jax.jit(lambda s, k, c: search(ENV, _flat_apply, None, s, k, c), static_argnums=2)
     k = run(roots, jax.random.PRNGKey(1), kernel)

@@ -1,4 +1,4 @@
-"""MCGS kernel: public entry, bad input, a network evaluator, tree mode, table full, temperature."""
+"""MCGS kernel: public entry, bad input, a network evaluator, tree mode, table full, the recommended action."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import pytest
 
 from envs.pyrat import LEFT, RIGHT, STAY, UP, PyRat
 from turbozero.networks.simultaneous import TwoPlayerNet
-from turbozero.search.mcgs import (MCGSConfig, _reduce_prior, make_mcgs_fn, mcgs_search,
-                                   network_eval_fn, uniform_eval_fn)
+from mcgs_outputs import mcgs_fn
+from turbozero.search.mcgs import (MCGSConfig, _reduce_prior, mcgs_search, network_eval_fn,
+                                   uniform_eval_fn)
 
 GREEDY_MAZE = {  # cheese next to player 1 (right) and next to player 2 (below it)
     "width": 5, "height": 5, "walls": [[0, 0, 0, 1]], "mud": [],
@@ -27,8 +28,6 @@ def test_bad_config_and_input():
         MCGSConfig(capacity=1)
     with pytest.raises(ValueError, match="num_simulations"):
         MCGSConfig(num_simulations=0)
-    with pytest.raises(ValueError, match="temperature"):
-        MCGSConfig(temperature=-1.0)
     with pytest.raises(ValueError, match="evaluator_input"):
         MCGSConfig(evaluator_input="pixels")
     env = PyRat(maze=GREEDY_MAZE)
@@ -47,15 +46,15 @@ def test_env_without_graph_search_methods_is_refused_at_construction():
     import envs
 
     with pytest.raises(ValueError, match="effective_outcomes.*GraphSearchEnv"):
-        make_mcgs_fn(uniform_eval_fn, envs.make("chess"))
+        mcgs_fn(uniform_eval_fn, envs.make("chess"))
     with pytest.raises(ValueError, match="needs state_key from the env"):
-        make_mcgs_fn(uniform_eval_fn, _NoKeyPyRat(maze=GREEDY_MAZE))
+        mcgs_fn(uniform_eval_fn, _NoKeyPyRat(maze=GREEDY_MAZE))
 
 
-def test_search_finds_adjacent_cheese_and_temperature_zero():
+def test_search_finds_adjacent_cheese_and_recommends_it():
     env = PyRat(maze=GREEDY_MAZE, max_turns=20)
-    cfg = MCGSConfig(num_simulations=48, temperature=0.0)
-    out = make_mcgs_fn(uniform_eval_fn, env, cfg)(None, roots(env, 2), jax.random.PRNGKey(1))
+    cfg = MCGSConfig(num_simulations=48)
+    out = mcgs_fn(uniform_eval_fn, env, cfg)(None, roots(env, 2), jax.random.PRNGKey(1))
     pol = np.asarray(out.policy)
     np.testing.assert_allclose(pol.sum(-1), 1.0, rtol=1e-6)
     assert (pol[:, 0].argmax(-1) == RIGHT).all()  # player 1 takes the cheese at (1,0)
@@ -78,8 +77,8 @@ def test_network_evaluator_batch_and_tree_mode():
     r = roots(env, 3)
     params = net.init(jax.random.PRNGKey(0), r.observation)
     eval_fn = network_eval_fn(net.apply)
-    graph_fn = make_mcgs_fn(eval_fn, env, MCGSConfig(num_simulations=40))
-    tree_fn = make_mcgs_fn(eval_fn, env, MCGSConfig(num_simulations=40, transpositions=False))
+    graph_fn = mcgs_fn(eval_fn, env, MCGSConfig(num_simulations=40))
+    tree_fn = mcgs_fn(eval_fn, env, MCGSConfig(num_simulations=40, transpositions=False))
     g = graph_fn(params, r, jax.random.PRNGKey(2))
     t = tree_fn(params, r, jax.random.PRNGKey(2))
     for out in (g, t):
@@ -106,7 +105,7 @@ def test_network_evaluator_batch_and_tree_mode():
 
 def test_full_table_is_reported_not_overrun():
     env = PyRat(maze=GREEDY_MAZE, max_turns=20)
-    out = make_mcgs_fn(uniform_eval_fn, env, MCGSConfig(num_simulations=30, capacity=6))(
+    out = mcgs_fn(uniform_eval_fn, env, MCGSConfig(num_simulations=30, capacity=6))(
         None, roots(env, 1), jax.random.PRNGKey(0))
     st = {k: int(np.asarray(v)[0]) for k, v in out.stats.items()}
     assert st["nodes_used"] == 6
@@ -157,7 +156,7 @@ def test_terminal_and_live_states_get_distinct_nodes():
     env, s, won, on = _corridor_states()
     roots = jax.tree_util.tree_map(lambda x: x[None], s)
     # a wide exploration (c_puct 10) so that both paths are played
-    out = make_mcgs_fn(uniform_eval_fn, env, MCGSConfig(num_simulations=100, c_puct=10.0))(
+    out = mcgs_fn(uniform_eval_fn, env, MCGSConfig(num_simulations=100, c_puct=10.0))(
         None, roots, jax.random.PRNGKey(0))
     g = jax.tree_util.tree_map(lambda x: np.asarray(x)[0], out.graph)
     n = int(g.num_nodes)
@@ -215,8 +214,8 @@ def test_hash_collisions_neither_merge_positions_nor_hide_transpositions(bits):
     env, weak = PyRat(**kw), _CollidingPyRat(bits, **kw)
     r = roots(env, 3)
     cfg = MCGSConfig(num_simulations=40)
-    full = make_mcgs_fn(uniform_eval_fn, env, cfg)(None, r, jax.random.PRNGKey(2))
-    out = make_mcgs_fn(uniform_eval_fn, weak, cfg)(None, r, jax.random.PRNGKey(2))
+    full = mcgs_fn(uniform_eval_fn, env, cfg)(None, r, jax.random.PRNGKey(2))
+    out = mcgs_fn(uniform_eval_fn, weak, cfg)(None, r, jax.random.PRNGKey(2))
     assert np.asarray(full.stats["tt_hits"]).sum() > 0
     for name in ("child", "visits", "edge_r", "Q", "U", "prior", "num_nodes", "evaluated",
                  "terminal", "tt_hits"):
@@ -235,7 +234,7 @@ def test_first_selection_follows_the_prior():
     # player 1 at (0, 0): outcomes UP, RIGHT, stay; player 2 at (4, 4): DOWN, LEFT, stay. The
     # preferred outcome is never outcome 0, the one a sqrt(N) exploration term takes on the tie.
     env = PyRat(maze=OPEN_5x5, max_turns=10)
-    fn = make_mcgs_fn(prefer_eval, env, MCGSConfig(num_simulations=2))  # root, then 1 selection
+    fn = mcgs_fn(prefer_eval, env, MCGSConfig(num_simulations=2))  # root, then 1 selection
     for p1_action, p2_action in ((RIGHT, 3), (4, 3), (RIGHT, 4)):
         g = fn(jnp.array([p1_action, p2_action]), roots(env, 1), jax.random.PRNGKey(0)).graph
         child = np.asarray(g.child[0, 0])
@@ -250,7 +249,7 @@ def test_first_selection_with_the_spec_floor_ties_to_outcome_zero():
     # exploration_floor=0 is the spec's sqrt(N): at the fresh root every outcome scores the FPU
     # value and both players take outcome 0, whatever the priors prefer
     env = PyRat(maze=OPEN_5x5, max_turns=10)
-    fn = make_mcgs_fn(prefer_eval, env, MCGSConfig(num_simulations=2, exploration_floor=0.0))
+    fn = mcgs_fn(prefer_eval, env, MCGSConfig(num_simulations=2, exploration_floor=0.0))
     for p1_action, p2_action in ((RIGHT, 3), (4, 3)):
         g = fn(jnp.array([p1_action, p2_action]), roots(env, 1), jax.random.PRNGKey(0)).graph
         assert np.argwhere(np.asarray(g.child[0, 0]) >= 0).tolist() == [[0, 0]]
@@ -268,7 +267,7 @@ def test_root_noise_over_valid_outcomes_only():
     env = PyRat(maze=OPEN_5x5, max_turns=10)
     r = roots(env, 4)  # four copies of one root; each rat has 3 valid outcomes of 5 there
     prefer = jnp.array([RIGHT, 3])
-    noisy = make_mcgs_fn(prefer_eval, env, MCGSConfig(num_simulations=8, dirichlet_fraction=0.25))(
+    noisy = mcgs_fn(prefer_eval, env, MCGSConfig(num_simulations=8, dirichlet_fraction=0.25))(
         prefer, r, jax.random.PRNGKey(3))
     g = noisy.graph
     logits = 3.0 * jax.nn.one_hot(prefer, 5)
@@ -291,7 +290,7 @@ def test_root_noise_over_valid_outcomes_only():
     assert ev_nodes.sum() > 4
     np.testing.assert_allclose(prior[ev_nodes], net[ev_nodes], rtol=1e-6, atol=1e-7)
     # and without the setting, the root holds the network's prior too
-    plain = make_mcgs_fn(prefer_eval, env, MCGSConfig(num_simulations=2))(
+    plain = mcgs_fn(prefer_eval, env, MCGSConfig(num_simulations=2))(
         prefer, r, jax.random.PRNGKey(3))
     np.testing.assert_allclose(np.asarray(plain.graph.prior[:, 0]), p0, rtol=1e-6, atol=1e-7)
 
@@ -310,7 +309,7 @@ def test_walk_unroll_changes_the_loop_trips_not_the_graph():
     """Levels per loop trip of the descent and the backup (issue 46) leave the graph, the
     policy and the action bit for bit as they are; the counted trips fall."""
     env = PyRat(maze=GREEDY_MAZE, max_turns=20)
-    out = {u: make_mcgs_fn(uniform_eval_fn, env, MCGSConfig(num_simulations=24, walk_unroll=u))(
+    out = {u: mcgs_fn(uniform_eval_fn, env, MCGSConfig(num_simulations=24, walk_unroll=u))(
         None, roots(env, 2), jax.random.PRNGKey(3)) for u in (1, 3)}
     for a, b in zip(jax.tree_util.tree_leaves((out[1].graph, out[1].policy, out[1].action)),
                     jax.tree_util.tree_leaves((out[3].graph, out[3].policy, out[3].action))):

@@ -20,12 +20,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from goofspiel import Goofspiel, PlainGoofspiel
+from mcgs_outputs import fields, mcgs_fn
 from mcgs_reference import ReferenceMCGS, softmax
 
 from turbozero.search import search
 from turbozero.search.api import NetworkEvaluator
-from turbozero.search.mcgs import (MCGSConfig, make_mcgs_fn, mcgs_search, network_eval_fn,
-                                   uniform_eval_fn)
+from turbozero.search.mcgs import MCGSConfig, mcgs_search, network_eval_fn, uniform_eval_fn
 
 K = 4
 ENV = Goofspiel(K)
@@ -180,7 +180,7 @@ def kernel_results():
         for n in ns:
             out = jax.tree_util.tree_map(np.asarray, fn(roots, jax.random.PRNGKey(1), n))
             for ri in range(len(ROOTS)):
-                results[(name, n, ri)] = jax.tree_util.tree_map(lambda x: x[ri], out)
+                results[(name, n, ri)] = fields(jax.tree_util.tree_map(lambda x: x[ri], out))
     return results
 
 
@@ -281,7 +281,7 @@ def random_states(n, seed):
 def test_only_legal_cards_through_the_search_contract():
     roots = random_states(6, 0)
     legal = np.asarray(roots.legal_action_mask)
-    cfg = MCGSConfig(num_simulations=24, dirichlet_fraction=0.5, temperature=1.0)
+    cfg = MCGSConfig(num_simulations=24, dirichlet_fraction=0.5)
     res = jax.jit(lambda r, k: search(ENV, NetworkEvaluator(illegal_loving_net), None, r, k, cfg))(
         roots, jax.random.PRNGKey(3))
     pol, act = np.asarray(res.policy), np.asarray(res.action)
@@ -294,8 +294,8 @@ def test_only_legal_cards_through_the_search_contract():
 
 def test_only_legal_cards_in_the_graph():
     roots = random_states(6, 1)
-    out = make_mcgs_fn(network_eval_fn(illegal_loving_net), ENV,
-                       MCGSConfig(num_simulations=24, temperature=0.0))(
+    out = mcgs_fn(network_eval_fn(illegal_loving_net), ENV,
+                       MCGSConfig(num_simulations=24))(
         None, roots, jax.random.PRNGKey(0))
     g = jax.tree_util.tree_map(np.asarray, out.graph)
     legal = np.asarray(roots.legal_action_mask)
@@ -319,7 +319,7 @@ def test_search_finds_the_dominant_card():
     # prizes 2 then 1 are left; player 1 holds cards 1 and 4, player 2 cards 2 and 3. Card 4
     # now wins the 2 (and card 1 then loses the 1): 2 points; card 1 now loses the 2 and card
     # 4 then wins the 1: 1 point, whatever player 2 does. Player 2 wins 1 point either way.
-    out = make_mcgs_fn(uniform_eval_fn, ENV, MCGSConfig(num_simulations=32, temperature=0.0))(
+    out = mcgs_fn(uniform_eval_fn, ENV, MCGSConfig(num_simulations=32))(
         None, batch(play(*ENDGAME), play(*ENDGAME)), jax.random.PRNGKey(0))
     np.testing.assert_array_equal(np.asarray(out.action)[:, 0], [3, 3])
     pol, q = np.asarray(out.policy), np.asarray(out.action_q)
@@ -334,8 +334,8 @@ def test_search_finds_the_dominant_card():
 def test_transpositions_join_paths():
     start = batch(play(), play())
     cfg = MCGSConfig(num_simulations=120, c_puct=4.0)
-    g_out = make_mcgs_fn(uniform_eval_fn, ENV, cfg)(None, start, jax.random.PRNGKey(0))
-    t_out = make_mcgs_fn(uniform_eval_fn, ENV, MCGSConfig(num_simulations=120, c_puct=4.0,
+    g_out = mcgs_fn(uniform_eval_fn, ENV, cfg)(None, start, jax.random.PRNGKey(0))
+    t_out = mcgs_fn(uniform_eval_fn, ENV, MCGSConfig(num_simulations=120, c_puct=4.0,
                                                           transpositions=False))(
         None, start, jax.random.PRNGKey(0))
     g = jax.tree_util.tree_map(lambda x: np.asarray(x)[0], g_out.graph)
@@ -370,7 +370,7 @@ def test_logits_must_fit_the_action_count():
         return jnp.zeros((b, 5)), jnp.zeros((b, 5)), jnp.zeros(b), jnp.zeros(b)
 
     with pytest.raises(ValueError, match=r"player 1 logits have shape \(1, 5\).*4 actions"):
-        make_mcgs_fn(pyrat_sized, ENV, MCGSConfig(num_simulations=2))(
+        mcgs_fn(pyrat_sized, ENV, MCGSConfig(num_simulations=2))(
             None, batch(play()), jax.random.PRNGKey(0))
 
 
@@ -392,7 +392,7 @@ class _NoActions(Goofspiel):
 
 def test_env_sizes_are_checked():
     with pytest.raises(ValueError, match=r"effective_outcomes must give .*int32\[2, 4\]"):
-        make_mcgs_fn(uniform_eval_fn, _PaddedOutcomes(K), MCGSConfig(num_simulations=2))(
+        mcgs_fn(uniform_eval_fn, _PaddedOutcomes(K), MCGSConfig(num_simulations=2))(
             None, batch(play()), jax.random.PRNGKey(0))
     with pytest.raises(ValueError, match="num_actions"):
-        make_mcgs_fn(uniform_eval_fn, _NoActions())
+        mcgs_fn(uniform_eval_fn, _NoActions())

@@ -22,6 +22,7 @@ import math
 import numpy as np
 import pytest
 
+from mcgs_outputs import fields
 from mcgs_reference import MAZES, ReferenceMCGS, det_eval_jax, game_from_maze
 
 MAX_TURNS = 20
@@ -88,7 +89,7 @@ def kernel_results():
         for n in ns:
             out = jax.tree_util.tree_map(np.asarray, fn(roots, jax.random.PRNGKey(1), n))
             for mi in range(len(MAZES)):
-                results[(name, n, mi)] = jax.tree_util.tree_map(lambda x: x[mi], out)
+                results[(name, n, mi)] = fields(jax.tree_util.tree_map(lambda x: x[mi], out))
     return results
 
 

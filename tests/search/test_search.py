@@ -67,7 +67,7 @@ WIN_FOR_O = [0, 3, 1, 4, 8]  # X: 0,1,8 O: 3,4 ; O to move wins with 5 (and must
 @pytest.mark.parametrize("moves,winning", [(WIN_FOR_X, 2), (WIN_FOR_O, 5)])
 def test_search_finds_win_in_one_for_either_side(moves, winning):
     s = _play(moves)
-    config = MctxConfig(num_simulations=64, dirichlet_fraction=0.0, temperature=0.0)
+    config = MctxConfig(num_simulations=64, dirichlet_fraction=0.0)
     out = _search(_zero_net_variables(), _batch(s, s), jax.random.PRNGKey(3), config)
     assert list(np.asarray(out.action)) == [winning, winning]
     assert float(out.root_value[0]) > 0.5
@@ -76,7 +76,7 @@ def test_search_finds_win_in_one_for_either_side(moves, winning):
 def test_search_blocks_mate_threat():
     # X: 0, 1 ; O: 4 ; O to move must block at 2 (else X wins next move)
     s = _play([0, 4, 1])
-    config = MctxConfig(num_simulations=200, dirichlet_fraction=0.0, temperature=0.0)
+    config = MctxConfig(num_simulations=200, dirichlet_fraction=0.0)
     out = _search(_zero_net_variables(), _batch(s), jax.random.PRNGKey(4), config)
     assert int(out.action[0]) == 2
 

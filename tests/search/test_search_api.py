@@ -56,8 +56,8 @@ def ttt_states():
 
 
 @pytest.mark.parametrize("config", [
-    TreeSearchConfig(num_simulations=8, root=PUCTRoot(dirichlet_fraction=0.0), temperature=0.0),
-    MctxConfig(num_simulations=8, dirichlet_fraction=0.0, temperature=0.0),
+    TreeSearchConfig(num_simulations=8, root=PUCTRoot(dirichlet_fraction=0.0)),
+    MctxConfig(num_simulations=8, dirichlet_fraction=0.0),
     OnePlyConfig(),
 ], ids=["tree", "mctx", "one-ply"])
 def test_turn_based_families_answer_with_one_result_type(ttt_states, config):

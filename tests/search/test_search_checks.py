@@ -18,8 +18,8 @@ from turbozero.networks.value_formats import WDLValue
 
 TTT = envs.make("pgx/tic_tac_toe")
 CONFIGS = [
-    TreeSearchConfig(num_simulations=4, root=PUCTRoot(dirichlet_fraction=0.0), temperature=0.0),
-    MctxConfig(num_simulations=4, dirichlet_fraction=0.0, temperature=0.0),
+    TreeSearchConfig(num_simulations=4, root=PUCTRoot(dirichlet_fraction=0.0)),
+    MctxConfig(num_simulations=4, dirichlet_fraction=0.0),
     OnePlyConfig(),
 ]
 IDS = ["tree", "mctx", "one-ply"]

@@ -291,7 +291,7 @@ def test_three_players_each_pick_their_own_best():
     best1 = [int(np.argmax(outcomes[c * 9:(c + 1) * 9:3, 1])) for c in range(3)]
     best = int(np.argmax([outcomes[c * 9 + 3 * best1[c], 0] for c in range(3)]))
     assert best != int(np.argmax(outcomes[:, 0])) // 9
-    config = TreeSearchConfig(num_simulations=300, root=QUIET, temperature=0.0)
+    config = TreeSearchConfig(num_simulations=300, root=QUIET)
     result, tree = _kernel(model, jnp.zeros((1,), jnp.int32), jax.random.PRNGKey(0), config)
     assert int(result.action[0]) == best
     paths = _kernel_paths(tree, 0)
@@ -360,7 +360,7 @@ AVOID_FENS = ["r5k1/5ppp/8/8/8/8/5PPP/1R4K1 w - - 0 1", "1r4k1/5ppp/8/8/8/8/5PPP
 def test_chess_mate_in_one_found_and_walking_into_one_avoided_by_both_colours():
     fens = MATE_FENS + AVOID_FENS
     states = _stack([CHESS.from_fen(f) for f in fens])
-    config = TreeSearchConfig(num_simulations=400, root=QUIET, temperature=0.0)
+    config = TreeSearchConfig(num_simulations=400, root=QUIET)
     result, _ = _kernel(UNIFORM_CHESS, states, jax.random.PRNGKey(0), config)
     verdicts = [_mates_after(f, envs.chess.decode_action(CHESS.from_fen(f), int(a)))
                 for f, a in zip(fens, np.asarray(result.action))]
@@ -372,7 +372,7 @@ def test_chess_mate_in_one_found_and_walking_into_one_avoided_by_both_colours():
 @pytest.mark.slow  # the large preset's evaluation search, 800 simulations x 4 chess games
 def test_chess_preset_search_finds_and_avoids_mate_in_one_for_both_colours():
     """The same positions through the `large` chess preset's own search (c_puct 1.5,
-    fpu_base 1.0, its evaluation form: no noise, temperature 0) with a uniform network."""
+    fpu_base 1.0, its evaluation form: no noise) with a uniform network."""
     from turbozero.presets import get_preset
     from turbozero.training.algorithms import evaluation_search
 
@@ -427,7 +427,6 @@ def test_more_legal_actions_than_k_keeps_the_highest_priors():
     (lambda: TreeSearchConfig(leaves_per_step=0), "leaves_per_step"),
     (lambda: TreeSearchConfig(max_children=0), "max_children"),
     (lambda: TreeSearchConfig(selection="puct"), "selection"),
-    (lambda: TreeSearchConfig(temperature=-1.0), "temperature"),
     (lambda: SpecPUCT(c_puct=0.0), "c_puct"),
     (lambda: SpecPUCT(fpu_base=-0.1), "fpu_base"),
     (lambda: SpecPUCT(q_bounds=(1.0, -1.0)), "q_bounds"),
@@ -443,7 +442,7 @@ def test_invalid_settings_raise(make, match):
 
 
 def test_search_interface_runs_the_kernel_and_checks_k():
-    config = TreeSearchConfig(num_simulations=24, root=QUIET, temperature=0.0)
+    config = TreeSearchConfig(num_simulations=24, root=QUIET)
     out = jax.jit(lambda s, k: search(TTT, TTT_EVAL, None, s, k, config))(
         TTT_STATES, jax.random.PRNGKey(5))
     result, _ = _kernel(TTT_MODEL, TTT_STATES, jax.random.PRNGKey(5), config)
@@ -466,9 +465,9 @@ def test_reused_subtree_equals_a_fresh_search_of_the_same_visits():
     from turbozero.search.reuse import reuse_subtree
 
     s1, s2, cap = 30, 20, 60
-    first = TreeSearchConfig(num_simulations=s1, root=QUIET, temperature=0.0,
+    first = TreeSearchConfig(num_simulations=s1, root=QUIET,
                              extra_nodes=cap - s1)
-    second = TreeSearchConfig(num_simulations=s2, root=QUIET, temperature=0.0,
+    second = TreeSearchConfig(num_simulations=s2, root=QUIET,
                               extra_nodes=cap - s2)
     states = TTT_STATES
     result, tree = _kernel(TTT_MODEL, states, jax.random.PRNGKey(0), first)
@@ -480,8 +479,7 @@ def test_reused_subtree_equals_a_fresh_search_of_the_same_visits():
     again, tree2 = jax.jit(lambda s, k, t: tree_search(TTT_MODEL, None, s, k, second, tree=t))(
         nxt, jax.random.PRNGKey(1), carried)
     for b in range(3):
-        fresh_cfg = TreeSearchConfig(num_simulations=int(visits[b]) - 1 + s2, root=QUIET,
-                                     temperature=0.0)
+        fresh_cfg = TreeSearchConfig(num_simulations=int(visits[b]) - 1 + s2, root=QUIET)
         _, fresh = _kernel(TTT_MODEL, _row(nxt, b), jax.random.PRNGKey(2), fresh_cfg)
         assert _kernel_tree(tree2, b) == _kernel_tree(fresh, 0), f"game {b}"
     # the carried visits stay: the second search's root has N_c + S2 visits for S2 evaluations

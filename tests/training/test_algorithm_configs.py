@@ -104,7 +104,8 @@ def test_set_keys_old_and_new():
     assert cfg.search.num_simulations == 3 and cfg.algorithm.acting.moves == 2
     # a None evaluation player stands for the derived one: one field of it can be set
     cfg = with_overrides(base, parse_overrides(base, ["algorithm.eval_search.num_simulations=1"]))
-    assert cfg.eval_search.num_simulations == 1 and cfg.eval_search.temperature == 0.0
+    assert cfg.eval_search.num_simulations == 1
+    assert cfg.eval_search.root.dirichlet_fraction == 0.0
     # a whole algorithm, as a run stores it
     tagged = json.dumps({"__dataclass__": "turbozero.training.algorithm_configs:AlphaZero",
                          "search": {"__dataclass__": "turbozero.search.kernel:TreeSearchConfig",
@@ -220,3 +221,56 @@ def test_the_algorithm_table_in_the_docs_is_the_registry():
             registry.add((cls.__name__, search_type.__name__, runtime.__name__))
     assert rows == registry, (f"in the docs only: {sorted(rows - registry)}; in the registry "
                               f"only: {sorted(registry - rows)}")
+
+
+def test_a_new_search_family_trains_after_one_registration():
+    """Issue 44: a search family added outside the library (`register_family`, nothing else)
+    trains: AlphaZero takes the config of a registered family no algorithm names, self-play
+    stores its policy as the target and acts on it by `acting`, evaluation plays its action.
+    The toy family: the network's prior over the legal moves, no look-ahead."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from turbozero.search import register_family
+    from turbozero.search.api import SearchResult, two_player_values
+    from turbozero.training import Trainer
+
+    @dataclasses.dataclass(frozen=True)
+    class PriorOnly:
+        family = "test-prior-only"
+
+        def for_evaluation(self):
+            return self
+
+    calls = []
+
+    def run(env, evaluator, variables, states, key, config, risk_beta=None):
+        calls.append(type(config).__name__)  # traced once per compiled call
+        logits, value = evaluator(variables, states.observation)
+        legal = states.legal_action_mask
+        policy = jax.nn.softmax(jnp.where(legal, logits, -jnp.inf), axis=-1)
+        action = jnp.argmax(jnp.where(legal, logits, -jnp.inf), axis=-1).astype(jnp.int32)
+        return SearchResult(action=action, policy=policy, root_value=value,
+                            root_values=two_player_values(value, states.current_player, 2))
+
+    register_family("test-prior-only", PriorOnly, run)
+    assert algorithm_for_search(PriorOnly()) is AlphaZero
+    cfg = dataclasses.replace(
+        get_preset(TTT, "tiny", num_envs=4, collect_steps=5, train_steps=1, batch_size=4,
+                   replay_capacity=8, eval_every=0, checkpoint_every=0, eval_opponents=()),
+        algorithm=AlphaZero(search=PriorOnly(), acting=TemperatureSchedule(1.0, moves=None)))
+    trainer = Trainer(cfg)
+    record = trainer.step()
+    assert record["positions"] == 20 and np.isfinite(record["loss"])
+    assert calls  # the family searched self-play
+    buf = trainer.state.buffer
+    written = np.asarray(buf.written)
+    policy, legal = (np.asarray(x)[written] for x in buf.policy_form.decode(buf.policy_target))
+    np.testing.assert_allclose(policy.sum(-1), 1.0, rtol=1e-5)  # the family's prior, stored
+    assert (policy[~legal] == 0).all() and (policy[legal] > 0).all()
+    state = trainer.state
+    acts = trainer.agent_policy(trainer.variables(state.train_state), state.collector.env_state,
+                                jax.random.PRNGKey(0))
+    assert np.asarray(state.collector.env_state.legal_action_mask)[np.arange(4),
+                                                                   np.asarray(acts)].all()

@@ -49,14 +49,12 @@ def test_an_algorithm_refuses_an_env_it_cannot_search():
         AlphaZero(search=MctxConfig(), eval_search=MCGSConfig()).check()
 
 
-def test_evaluation_search_turns_off_noise_and_temperature_also_when_nested():
-    cfg = TreeSearchConfig(num_simulations=7, root=PUCTRoot(dirichlet_fraction=0.25),
-                           temperature=1.0, temperature_moves=30)
+def test_evaluation_search_turns_off_noise_also_when_nested():
+    cfg = TreeSearchConfig(num_simulations=7, root=PUCTRoot(dirichlet_fraction=0.25))
     ev = evaluation_search(cfg)
-    assert ev.root.dirichlet_fraction == 0.0 and ev.temperature == 0.0
-    assert ev.temperature_moves is None and ev.num_simulations == 7
+    assert ev.root.dirichlet_fraction == 0.0 and ev.num_simulations == 7
     assert evaluation_search(MctxConfig(num_simulations=5)) == MctxConfig(
-        num_simulations=5, dirichlet_fraction=0.0, temperature=0.0)
+        num_simulations=5, dirichlet_fraction=0.0)
 
 
 def test_every_search_config_says_how_it_is_deterministic_for_evaluation():
@@ -76,12 +74,10 @@ def test_every_search_config_says_how_it_is_deterministic_for_evaluation():
     assert evaluation_search(gumbel).root.gumbel_scale == 0.0
     assert evaluation_search(MuZeroConfig(search=gumbel)).search == evaluation_search(gumbel)
     assert evaluation_search(MCGSConfig(dirichlet_fraction=0.5)) == MCGSConfig(
-        dirichlet_fraction=0.0, temperature=0.0)
-    assert evaluation_search(CPUSearchConfig()) == CPUSearchConfig(dirichlet_fraction=0.0,
-                                                                   temperature=0.0)
-    # the C++ self-play's (the generic zeroing gave temperature_moves=None, a ValueError)
-    cpu = evaluation_search(CPUSelfPlayConfig())
-    assert (cpu.temperature, cpu.temperature_moves, cpu.search.dirichlet_fraction) == (0, 0, 0)
+        dirichlet_fraction=0.0)
+    assert evaluation_search(CPUSearchConfig()) == CPUSearchConfig(dirichlet_fraction=0.0)
+    assert evaluation_search(CPUSelfPlayConfig()) == CPUSelfPlayConfig(
+        search=CPUSearchConfig(dirichlet_fraction=0.0))
     for deterministic in (OnePlyConfig(), AfterstatePlayerConfig(plies=1), TDConfig()):
         assert evaluation_search(deterministic) == deterministic
 

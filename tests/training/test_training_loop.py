@@ -119,11 +119,10 @@ def test_presets_derive_a_deterministic_evaluation_search():
 
     cfg = _with(get_preset(GAME, "tiny"), search=MctxConfig(num_simulations=5))
     assert cfg.eval_search is None
-    assert evaluation_search(cfg.search) == MctxConfig(num_simulations=5, dirichlet_fraction=0.0,
-                                                         temperature=0.0)
+    assert evaluation_search(cfg.search) == MctxConfig(num_simulations=5, dirichlet_fraction=0.0)
     cfg = _with(get_preset("pyrat", "tiny"), search=MCGSConfig(num_simulations=6, c_puct=0.5))
-    assert evaluation_search(cfg.search) == MCGSConfig(num_simulations=6, c_puct=0.5, temperature=0.0)
-    given = MCGSConfig(num_simulations=7, temperature=0.0)
+    assert evaluation_search(cfg.search) == MCGSConfig(num_simulations=6, c_puct=0.5)
+    given = MCGSConfig(num_simulations=7)
     assert _with(get_preset("pyrat", "tiny"), eval_search=given).eval_search == given
 
 

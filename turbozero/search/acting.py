@@ -97,3 +97,7 @@ class TemperatureSchedule:
         if self.temperature == 0 or self.moves == 0:
             return act(key, policy, policy > 0, 0.0)
         return act(key, policy, policy > 0, self.temperatures(step_count))
+
+
+# acting by the search's recommendation alone: the most visited move from the first move
+ARGMAX = TemperatureSchedule(temperature=0.0, moves=0)

@@ -80,10 +80,6 @@ class SearchResult:
     stats: dict = dataclasses.field(default_factory=dict)
 
 
-# `turbozero.search.SearchOutput`, the contract's former name (one type for every family now)
-SearchOutput = SearchResult
-
-
 def two_player_values(root_value: jax.Array, mover: jax.Array, num_players: int) -> jax.Array:
     """float32[B, 2] seat values of a zero-sum two-player game from the mover's value [B].
     ValueError for other player counts: a mover-relative scalar says nothing of a third seat."""
@@ -192,5 +188,5 @@ def search(env: Any, evaluator: NetworkEvaluator, variables: Any, states: Any, k
         raise ValueError(line) from None
 
 
-__all__ = ["Family", "NetworkEvaluator", "SearchOutput", "SearchResult", "available_families",
+__all__ = ["Family", "NetworkEvaluator", "SearchResult", "available_families",
            "family_of", "register_family", "search", "two_player_values"]

@@ -48,9 +48,6 @@ class TreeSearchConfig:
     max_children: K, child slots per node; None takes the model's bound
         (`env.max_legal_actions`, else `env.num_actions`). Below the game's true bound a node
         with more legal actions keeps the K of highest prior (`tree.compact_children`).
-    temperature: acting temperature on visit counts (PUCT root); 0 plays the most visited.
-    temperature_moves: when set, tau = `temperature` for states with `step_count` below it and
-        0 (argmax) after (docs/training.md); applied by `search()`, which knows the env's states.
     extra_nodes: node capacity beyond `num_simulations + 1`, for a subtree carried by
         `reuse_subtree` (its nodes are kept only while they fit).
     discount: gamma of `Q(s, a) = r + gamma * V(s')` in selection and backup (1 for games
@@ -65,8 +62,6 @@ class TreeSearchConfig:
     selection: Any = SpecPUCT()
     root: Any = PUCTRoot()
     max_children: Optional[int] = None
-    temperature: float = 1.0
-    temperature_moves: Optional[int] = None
     extra_nodes: int = 0
     discount: float = 1.0
     walk_unroll: Optional[int] = None
@@ -74,10 +69,8 @@ class TreeSearchConfig:
 
     def for_evaluation(self) -> "TreeSearchConfig":
         """This search made deterministic for evaluation (docs/training.md, "Algorithms"): its
-        root without noise (`root.for_evaluation()`) and the most visited move (temperature 0,
-        no schedule)."""
-        return dataclasses.replace(self, root=self.root.for_evaluation(), temperature=0.0,
-                                   temperature_moves=None)
+        root without noise (`root.for_evaluation()`)."""
+        return dataclasses.replace(self, root=self.root.for_evaluation())
 
     def __post_init__(self) -> None:
         check_int("num_simulations", self.num_simulations, minimum=1)
@@ -91,8 +84,6 @@ class TreeSearchConfig:
         if not isinstance(self.root, (PUCTRoot, GumbelRoot)):
             raise ValueError(f"root must be PUCTRoot(...) or GumbelRoot(...), got {self.root!r}")
         check_int("max_children", self.max_children, minimum=1, optional=True)
-        check_real("temperature", self.temperature, minimum=0)
-        check_int("temperature_moves", self.temperature_moves, minimum=0, optional=True)
         check_int("extra_nodes", self.extra_nodes, minimum=0)
         check_real("discount", self.discount, above=0, maximum=1)
         check_int("walk_unroll", self.walk_unroll, minimum=1, optional=True)
@@ -531,9 +522,10 @@ def _risk_value(stats, beta, bounds) -> jax.Array:
     return jnp.where((s > 0) & (beta[:, 0] != 0.0), value, 0.0)
 
 
-def _act(tree: Tree, extra: RootExtra, config: TreeSearchConfig, key: jax.Array,
-         temperature: jax.Array, num_actions: int):
-    """(action int32[B], policy float32[B, K] over the root slots)."""
+def _act(tree: Tree, extra: RootExtra, config: TreeSearchConfig, key: jax.Array):
+    """(action int32[B], policy float32[B, K] over the root slots): the search's own choice,
+    the move it recommends. Self-play acts on the policy instead (`TemperatureSchedule`, the
+    one place a temperature lives: docs/training.md, "Algorithms")."""
     stats = _root_stats(tree, config.discount)
     valid = stats.valid
     if isinstance(config.root, GumbelRoot):
@@ -547,22 +539,21 @@ def _act(tree: Tree, extra: RootExtra, config: TreeSearchConfig, key: jax.Array,
         return slot, jnp.where(valid, policy, 0.0)
     visits = stats.visits.astype(jnp.float32)
     policy = visits / jnp.maximum(visits.sum(-1, keepdims=True), 1.0)
-    # visits^(1/tau), or at tau = 0 the most visited child with ties broken uniformly at random
-    # (`turbozero.search.acting.act`): with few simulations ties are the rule, and always taking
-    # the lowest action id made the evaluated agent finish and win fewer games (issue 18;
-    # docs/benchmarks.md, "Paco Ŝako on the kernel")
-    return act(key, visits, valid, temperature), policy
+    # the most visited child with ties broken uniformly at random (`turbozero.search.acting.act`
+    # at tau = 0): with few simulations ties are the rule, and always taking the lowest action
+    # id made the evaluated agent finish and win fewer games (issue 18; docs/benchmarks.md,
+    # "Paco Ŝako on the kernel")
+    return act(key, visits, valid, 0.0), policy
 
 
 def tree_search(
     model, params, root_input: Any, key: jax.Array, config: TreeSearchConfig,
-    temperature: Optional[jax.Array] = None, tree: Optional[Tree] = None,
+    tree: Optional[Tree] = None,
     risk_beta: Optional[jax.Array] = None,
 ) -> tuple[SearchResult, Tree]:
     """Search `model` from a batch of roots; pure and jittable (model, config static).
 
     root_input: what `model.root` takes (for `EnvModel`, a batch of env states).
-    temperature: float32[B] acting temperature per game (default `config.temperature`).
     tree: trees carried from the previous move (`turbozero.search.reuse.reuse_subtree`);
         each row's root must be the state of `root_input`; rows left empty (`next_node == 0`)
         start from `root_input`'s fresh evaluation. `config.num_simulations` more
@@ -604,9 +595,7 @@ def tree_search(
     loop = _simulate(model, params, tree, k_loop, extra, config, risk_beta)
     tree = loop.tree
 
-    if temperature is None:
-        temperature = jnp.full((b,), config.temperature, jnp.float32)
-    slot, policy = _act(tree, extra, config, k_act, temperature, model.num_actions)
+    slot, policy = _act(tree, extra, config, k_act)
     root_actions = tree.children_action[:, ROOT_INDEX]  # [B, K]
     action = jnp.take_along_axis(root_actions, slot[:, None], 1)[:, 0]
     stats = _root_stats(tree, config.discount)
@@ -663,17 +652,10 @@ def search_env(env, evaluator, variables, states, key: jax.Array,
                config: TreeSearchConfig, risk_beta: Optional[jax.Array] = None
                ) -> SearchResult:
     """`turbozero.search.search` on the kernel: the true dynamics of `env` (`EnvModel`).
-
-    With `config.temperature_moves` set, games whose `step_count` is below it act with
-    `config.temperature` and the others take the most visited action (docs/training.md).
     `risk_beta`: float32[B, P] per-seat betas (`tree_search`)."""
     model = EnvModel(env, evaluator)
     _check_roots(states, config.children_bound(model))
-    temperature = jnp.full(states.step_count.shape, config.temperature, jnp.float32)
-    if config.temperature_moves is not None:
-        temperature = jnp.where(states.step_count < config.temperature_moves, temperature, 0.0)
-    result, _ = tree_search(model, variables, states, key, config,
-                            temperature=temperature, risk_beta=risk_beta)
+    result, _ = tree_search(model, variables, states, key, config, risk_beta=risk_beta)
     return result
 
 

@@ -1,5 +1,7 @@
 """A learned model for the tree kernel: MuZero's representation, dynamics and prediction
-(docs/search.md, "Models"; docs/training.md, "Algorithms").
+(docs/search.md, "Models"; docs/training.md, "Algorithms"), and the `learned` search family:
+`search(env, NetworkEvaluator(net.apply, MoverRelativeValues(P)), variables, states, key,
+LearnedModelSearch(TreeSearchConfig(...)))` searches the evaluator's model with the kernel.
 
 Implements the kernel's model interface (`turbozero.search.model`):
 
@@ -18,13 +20,15 @@ the value is rotated by the node's player and the reward by the player who moved
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from envs.core import State
 from turbozero.networks.value_formats import MoverRelativeValues
+from turbozero.search.api import SearchResult, register_family
+from turbozero.search.kernel import TreeSearchConfig, tree_search
 from turbozero.search.model import ModelOutput
 
 
@@ -84,3 +88,33 @@ class LearnedModel:
         out = self._predict(params, child, jnp.ones((m, self.num_actions), jnp.bool_),
                             jnp.zeros((m,), jnp.bool_))
         return child, reward.astype(jnp.float32), out
+
+
+@dataclasses.dataclass(frozen=True)
+class LearnedModelSearch:
+    """The `learned` family's config: the tree kernel's `search` settings on the evaluator's
+    learned model (`LearnedModel`: its `apply_fn` has the methods "represent", "dynamics" and
+    "predict", its value format is `MoverRelativeValues`). The env gives the roots' legal
+    actions and terminal flags and the number of actions; below the root the model alone."""
+
+    search: TreeSearchConfig = TreeSearchConfig()
+    family: ClassVar[str] = "learned"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.search, TreeSearchConfig):
+            raise ValueError(f"LearnedModelSearch.search must be a TreeSearchConfig, got "
+                             f"{type(self.search).__name__}")
+
+    def for_evaluation(self) -> "LearnedModelSearch":
+        """The kernel's search made deterministic (`search.for_evaluation()`)."""
+        return dataclasses.replace(self, search=self.search.for_evaluation())
+
+
+def _run(env, evaluator, variables, states, key, config, risk_beta=None) -> SearchResult:
+    del risk_beta  # refused by `turbozero.search.search`: the model has no risk term here
+    model = LearnedModel(evaluator.apply_fn, env.num_actions, evaluator.value_format)
+    result, _ = tree_search(model, variables, states, key, config.search)
+    return result
+
+
+register_family("learned", LearnedModelSearch, _run)

@@ -39,7 +39,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, ClassVar, Literal, NamedTuple, Optional
 
-import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -69,8 +68,6 @@ class MCGSConfig:
     c_puct: exploration constant of the spec's PUCT score.
     fpu_offset: unvisited actions get the parent's Q minus this (selection only): the shared
         `first_play_urgency` with this as its base and the prior term off (docs/mcgs.md).
-    temperature: acting temperature on the root's marginal visits (0 = argmax, random ties),
-        through the shared `turbozero.search.acting.act`.
     transpositions: False turns the graph into a plain tree (every expansion a new node); used
         to measure what transpositions save.
     short_circuit: the spec's open question 3: when an edge's child already has
@@ -97,7 +94,6 @@ class MCGSConfig:
     capacity: Optional[int] = None
     c_puct: float = 1.25
     fpu_offset: float = 0.1
-    temperature: float = 1.0
     transpositions: bool = True
     short_circuit: bool = False
     short_circuit_factor: float = 4.0
@@ -109,8 +105,8 @@ class MCGSConfig:
     family: ClassVar[str] = "graph"
 
     def for_evaluation(self) -> "MCGSConfig":
-        """This search made deterministic for evaluation: no root noise, temperature 0."""
-        return dataclasses.replace(self, dirichlet_fraction=0.0, temperature=0.0)
+        """This search made deterministic for evaluation: no root noise."""
+        return dataclasses.replace(self, dirichlet_fraction=0.0)
 
     def __post_init__(self) -> None:
         # the library's rule (turbozero/validation.py): integers are integers within int32,
@@ -120,7 +116,6 @@ class MCGSConfig:
         if self.capacity is not None and self.capacity < 2:
             raise ValueError(f"mcgs: capacity {self.capacity} is too small for one playout "
                              "(the root and one child need 2 nodes)")
-        check_real("mcgs: temperature", self.temperature, minimum=0.0)
         check_real("mcgs: c_puct", self.c_puct, minimum=0.0)
         check_real("mcgs: fpu_offset", self.fpu_offset)
         check_real("mcgs: short_circuit_factor", self.short_circuit_factor, above=0.0)
@@ -165,18 +160,6 @@ class Graph:
     evaluations: jax.Array  # int32 evaluator calls that were used
     dropped_playouts: jax.Array  # int32 playouts dropped because the table was full
     short_circuits: jax.Array  # int32 playouts ended by the short-circuit
-
-
-@chex.dataclass(frozen=True)
-class MCGSOutput:
-    action: jax.Array  # int32[B, 2] joint action to play (sampled with the temperature)
-    policy: jax.Array  # float32[B, 2, A] visit distribution per player, on actions (target)
-    root_value: jax.Array  # float32[B, 2] Q of the root per player
-    # float32[B, 2, A] marginal Q of each action at the root (FPU if unvisited; an action that
-    # reaches no outcome, an illegal one, reads the FPU of the padding)
-    action_q: jax.Array
-    stats: dict  # int32[B] each: nodes_used, evaluations, tt_hits, playouts_with_hit, loop_trips...
-    graph: Graph  # the whole graph (batched), for inspection and tests
 
 
 def _node_info(env: Env, state: State):
@@ -472,10 +455,10 @@ def _root_output(g: Graph, cfg: MCGSConfig, key: jax.Array):
     policy = jax.vmap(to_actions)(pi_out, g.outcomes[0])
     q, _ = _marginal_q(g, jnp.int32(0), cfg)
     action_q = jnp.take_along_axis(q, g.a2i[0], axis=1)
-    # per player, an outcome drawn from pi^(1/temperature), or at temperature 0 the most
-    # visited one with ties at random (always taking the lowest index walks a rat into the same
-    # wall whenever the search sees nothing to prefer)
-    o = act(key, pi_out, valid, cfg.temperature)
+    # per player, the most visited outcome with ties at random (`act` at tau = 0; always taking
+    # the lowest index walks a rat into the same wall whenever the search sees nothing to
+    # prefer); self-play acts on the policy instead (`TemperatureSchedule`)
+    o = act(key, pi_out, valid, 0.0)
     action = jnp.take_along_axis(g.outcomes[0], o[:, None], axis=1)[:, 0]
     return action.astype(jnp.int32), policy, g.Q[0], action_q
 
@@ -494,8 +477,14 @@ def check_env(env: Any) -> None:
 
 def mcgs_search(eval_fn: EvalFn, params: Any, env: Env, root_states: State, key: jax.Array,
                 config: MCGSConfig = MCGSConfig(),
-                num_playouts: Optional[jax.Array] = None) -> MCGSOutput:
-    """Run MCGS on a batch of root states (leading axis B).
+                num_playouts: Optional[jax.Array] = None) -> tuple[SearchResult, Graph]:
+    """Run MCGS on a batch of root states (leading axis B): the graph family's own entry
+    (`turbozero.search.search` runs it for an `MCGSConfig`), which also returns the whole
+    graph (batched) for inspection. The result: `action` int32[B, 2] each player's most
+    visited outcome (ties at random), `policy` float32[B, 2, A], `root_values` float32[B, 2]
+    the root's Q per player (`root_value` seat 0's), `stats` the counters (int32[B] each:
+    nodes_used, evaluations, tt_hits, playouts_with_hit, dropped_playouts, short_circuits,
+    root_visits, loop_trips) and `action_q` float32[B, 2, A], each action's marginal Q.
 
     eval_fn(params, x) -> (policy_logits_p1 [B, A], policy_logits_p2 [B, A], value_p1 [B],
     value_p2 [B]) with x the observations [B, ...] (or the states, see `MCGSConfig`), A the
@@ -546,14 +535,17 @@ def mcgs_search(eval_fn: EvalFn, params: Any, env: Env, root_states: State, key:
                  # the batch's descent and backup loop trips (the same for every game: the
                  # loops run on the whole batch; on a GPU each is a round trip to the host)
                  loop_trips=jnp.broadcast_to(trips, (batch,)))
-    return MCGSOutput(action=action, policy=policy, root_value=root_value, action_q=action_q,
-                      stats=stats, graph=g)
+    # float32[B, 2, A] marginal Q of each action at the root (FPU if unvisited; an action that
+    # reaches no outcome, an illegal one, reads the FPU of the padding)
+    stats["action_q"] = action_q
+    return SearchResult(action=action, policy=policy, root_value=root_value[:, 0],
+                        root_values=root_value, stats=stats), g
 
 
 def make_mcgs_fn(eval_fn: EvalFn, env: Env, config: MCGSConfig = MCGSConfig()
-                 ) -> Callable[[Any, State, jax.Array], MCGSOutput]:
-    """`jit`-ed `fn(params, root_states, key) -> MCGSOutput` for a fixed evaluator, env, config
-    (the env is checked here, at construction)."""
+                 ) -> Callable[[Any, State, jax.Array], tuple[SearchResult, Graph]]:
+    """`jit`-ed `fn(params, root_states, key) -> (SearchResult, Graph)` for a fixed evaluator,
+    env, config (the env is checked here, at construction)."""
     check_env(env)
     return jax.jit(lambda params, roots, key: mcgs_search(eval_fn, params, env, roots, key,
                                                           config))
@@ -584,12 +576,12 @@ def _run(env, evaluator, variables, states, key, config, risk_beta=None) -> Sear
     two-player network (`network_eval_fn`); the result holds one action and one policy per
     seat, `root_value` is seat 0's, `stats` MCGS's counters and the root's `action_q`."""
     del risk_beta  # refused by `turbozero.search.search`: no risk term
-    out = mcgs_search(network_eval_fn(evaluator.apply_fn), variables, env, states, key, config)
-    return SearchResult(action=out.action, policy=out.policy, root_value=out.root_value[:, 0],
-                        root_values=out.root_value, stats=dict(out.stats, action_q=out.action_q))
+    result, _ = mcgs_search(network_eval_fn(evaluator.apply_fn), variables, env, states, key,
+                            config)
+    return result
 
 
 register_family("graph", MCGSConfig, _run)
 
-__all__ = ["MCGSConfig", "MCGSOutput", "Graph", "NO_NODE", "check_env", "mcgs_search",
+__all__ = ["MCGSConfig", "Graph", "NO_NODE", "check_env", "mcgs_search",
            "make_mcgs_fn", "network_eval_fn", "uniform_eval_fn"]

@@ -91,7 +91,6 @@ class MctxConfig:
     pb_c_init: float = 1.25
     pb_c_base: float = 19652.0
     max_num_considered_actions: int = 16  # gumbel only
-    temperature: float = 1.0  # acting temperature on visit counts (muzero / stochastic)
     # selection Q of PUCT searches (muzero / stochastic): DynamicFPU (docs/search.md) or MinMaxQ
     # (mctx's). fpu_base FPU_BASE = 0 (unvisited = the parent's value) by default: with 8-64
     # simulations and flat priors a positive fpu_base keeps every simulation on the first
@@ -99,8 +98,8 @@ class MctxConfig:
     q_transform: Any = DynamicFPU()
 
     def for_evaluation(self) -> "MctxConfig":
-        """This search made deterministic for evaluation: no root noise, temperature 0."""
-        return dataclasses.replace(self, dirichlet_fraction=0.0, temperature=0.0)
+        """This search made deterministic for evaluation: no root noise."""
+        return dataclasses.replace(self, dirichlet_fraction=0.0)
 
     def __post_init__(self) -> None:
         check_int("num_simulations", self.num_simulations, minimum=1)
@@ -115,7 +114,6 @@ class MctxConfig:
                              f"{self.q_transform!r}")
         check_real("dirichlet_alpha", self.dirichlet_alpha, above=0)
         check_real("dirichlet_fraction", self.dirichlet_fraction, minimum=0, maximum=1)
-        check_real("temperature", self.temperature, minimum=0)
 
 
 def _masked_logits(logits: jax.Array, legal: jax.Array) -> jax.Array:
@@ -299,7 +297,6 @@ def mctx_search(
             qtransform=config.q_transform,
             pb_c_init=config.pb_c_init,
             pb_c_base=config.pb_c_base,
-            temperature=config.temperature,
             **common,
         )
     elif config.algorithm == "gumbel":
@@ -315,7 +312,6 @@ def mctx_search(
             qtransform=config.q_transform,
             pb_c_init=config.pb_c_init,
             pb_c_base=config.pb_c_base,
-            temperature=config.temperature,
             **common,
         )
     weights = jnp.where(states.legal_action_mask, out.action_weights, 0.0)
@@ -324,11 +320,11 @@ def mctx_search(
     summary = out.search_tree.summary()
     action = out.action  # Gumbel: the sequential-halving winner
     if env.is_stochastic or config.algorithm != "gumbel":
-        # PUCT roots act as every family does (`turbozero.search.acting.act`: visits^(1/tau),
-        # ties of the most visited at random), not by mctx's own draw; its key is apart from
-        # mctx's, so the search itself is unchanged
+        # PUCT roots recommend as every family does (`turbozero.search.acting.act` at tau = 0:
+        # the most visited, ties at random), not by mctx's own draw at its temperature, which
+        # is discarded; its key is apart from mctx's, so the search itself is unchanged
         action = act(jax.random.fold_in(key, 1), summary.visit_counts.astype(jnp.float32),
-                     states.legal_action_mask, config.temperature)
+                     states.legal_action_mask, 0.0)
     return SearchResult(
         action=action, policy=weights, root_value=root_value,
         root_values=two_player_values(root_value, states.current_player, env.num_players),

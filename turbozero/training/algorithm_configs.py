@@ -27,8 +27,10 @@ from typing import Any, ClassVar
 
 from turbozero.search.acting import TemperatureSchedule
 from turbozero.search.afterstate import AfterstatePlayerConfig
+from turbozero.search.api import family_of
 from turbozero.search.cpu.selfplay import CPUSelfPlayConfig
 from turbozero.search.kernel import TreeSearchConfig
+from turbozero.search.learned import LearnedModelSearch
 from turbozero.search.mcgs import MCGSConfig
 from turbozero.search.mctx_policies import MctxConfig
 from turbozero.search.one_ply import OnePlyConfig
@@ -55,6 +57,12 @@ class _AlgorithmConfig:
         """Whether `search` is a self-play search of this algorithm."""
         return isinstance(search, cls.searches)
 
+    @classmethod
+    def evaluates_with(cls, search: Any) -> bool:
+        """Whether `search` is an evaluation player this algorithm's network can be played by
+        (besides None, the self-play search made deterministic)."""
+        return isinstance(search, cls.eval_searches)
+
     def check(self) -> None:
         """ValueError unless `search` is one of this algorithm's (naming the algorithm whose
         it is) and `eval_search` one its network can be played by."""
@@ -62,8 +70,7 @@ class _AlgorithmConfig:
             owner = algorithm_for_search(self.search).__name__  # ValueError for no one's
             raise ValueError(f"{type(self).__name__} does not train with a "
                              f"{type(self.search).__name__} search; use {owner}(search=...)")
-        if self.eval_search is not None and not isinstance(self.eval_search,
-                                                           self.eval_searches):
+        if self.eval_search is not None and not self.evaluates_with(self.eval_search):
             raise ValueError(f"eval_search is a {type(self.eval_search).__name__} but the "
                              f"self-play search a {type(self.search).__name__}: use one kind "
                              f"({', '.join(t.__name__ for t in self.eval_searches)})")
@@ -104,6 +111,10 @@ class _SearchAndActing(_AlgorithmConfig):
     def __post_init__(self) -> None:
         _check_acting(self.acting)
 
+    def build(self, env: Any, apply_fn: Any, value_format: Any) -> Any:
+        return self.runtime()(env, functools.partial(apply_fn, train=False), value_format,
+                              self.search, self.eval_search, acting=self.acting)
+
 
 # the searches of the library's kernel, mctx and the 1-ply / complete-move players: what an
 # AlphaZero network searches with (the C++ self-play is converted to the kernel for evaluation)
@@ -116,7 +127,9 @@ class AlphaZero(_SearchAndActing):
     visit distribution, value target = the game's return.
 
     search: `TreeSearchConfig` (the library's kernel, the default), `MctxConfig` (mctx) or
-    `CPUSelfPlayConfig` (the C++ tree, self-play outside jit). acting: self-play plays
+    `CPUSelfPlayConfig` (the C++ tree, self-play outside jit), or the config of any jittable
+    search family registered outside the library (`register_family`; no algorithm names it).
+    acting: self-play plays
     `acting.temperature` on the policy target for the first `acting.moves` moves, then its
     argmax. eval_search: None, any of the searches above, `OnePlyConfig` or
     `AfterstatePlayerConfig` (the value head alone)."""
@@ -124,6 +137,14 @@ class AlphaZero(_SearchAndActing):
     search: Any = TreeSearchConfig()
     searches: ClassVar[tuple[type, ...]] = _ALPHAZERO_SEARCHES + (CPUSelfPlayConfig,)
     eval_searches: ClassVar[tuple[type, ...]] = _ALPHAZERO_SEARCHES + (CPUSelfPlayConfig,)
+
+    @classmethod
+    def trains_with(cls, search: Any) -> bool:
+        return isinstance(search, cls.searches) or _unclaimed_family(search)
+
+    @classmethod
+    def evaluates_with(cls, search: Any) -> bool:
+        return isinstance(search, cls.eval_searches) or _unclaimed_family(search)
 
     def runtime(self) -> type:
         return CPUAlphaZero if isinstance(self.search, CPUSelfPlayConfig) else AlphaZeroAlgorithm
@@ -178,6 +199,20 @@ class TD(_AlgorithmConfig):
 ALGORITHM_CONFIGS: list[type] = [AlphaZero, GraphSearch, MuZero, TD]
 
 
+def _unclaimed_family(search: Any) -> bool:
+    """Whether `search` is the config of a registered, jittable search family that no
+    algorithm names (a family added with `turbozero.search.register_family` alone): AlphaZero
+    trains with it, its policy as the target, so that one registration is all a new family
+    needs (tests/training/test_algorithm_configs.py, the toy family)."""
+    try:
+        family = family_of(search)
+    except ValueError:
+        return False
+    named = any(isinstance(search, cls.searches + cls.eval_searches) for cls in ALGORITHM_CONFIGS)
+    # the `learned` family searches MuZero's model, which MuZero reaches through MuZeroConfig
+    return family.jittable and not named and not isinstance(search, LearnedModelSearch)
+
+
 def register_algorithm_config(config_type: type) -> None:
     """Add an algorithm (a class like those above) to those a search's owner is found among."""
     if not (isinstance(config_type, type) and issubclass(config_type, _AlgorithmConfig)
@@ -190,6 +225,10 @@ def register_algorithm_config(config_type: type) -> None:
 
 def is_algorithm_config(value: Any) -> bool:
     return isinstance(value, _AlgorithmConfig)
+
+
+def is_algorithm_config_type(cls: Any) -> bool:
+    return isinstance(cls, type) and issubclass(cls, _AlgorithmConfig)
 
 
 def algorithm_for_search(search: Any) -> type:

@@ -7,7 +7,8 @@ the game is simultaneous. The run's algorithm config (`TrainConfig.algorithm`,
 * `AlphaZeroAlgorithm`: a tree search over the true dynamics (`turbozero.search.search`: the library's
   kernel for a `TreeSearchConfig`, mctx for a `MctxConfig`) for turn-based games; policy target = visit distribution, value
   target = the game's return, loss = policy cross-entropy + the value format's loss.
-* `GraphSearchAlgorithm`: MCGS (`turbozero.search.mcgs`) for simultaneous-move games; one policy target
+* `GraphSearchAlgorithm`: MCGS (the `graph` family of `turbozero.search.search`) for
+  simultaneous-move games; one policy target
   per player and one value per seat.
 * A learned-model algorithm (MuZero, issue 20) is a third implementation: it brings its own
   replay (trajectory windows instead of positions: `init_replay` / `record`), its own loss
@@ -29,7 +30,6 @@ from envs.core import Env, State
 from turbozero.networks.value_formats import ValueFormat
 from turbozero.search.kernel import TreeSearchConfig
 from turbozero.search.selection import SpecPUCT
-from turbozero.search.mcgs import mcgs_search, network_eval_fn
 from turbozero.search.api import NetworkEvaluator, search
 from turbozero.search.one_ply import greedy_actions
 from turbozero.training import collector, replay
@@ -72,8 +72,13 @@ class Algorithm(abc.ABC):
     network_name: Optional[str] = None
 
     def __init__(self, env: Env, apply_fn: Callable, value_format: ValueFormat,
-                 search_config: Any, eval_search_config: Optional[Any] = None):
+                 search_config: Any, eval_search_config: Optional[Any] = None,
+                 acting: Optional[Any] = None):
         self.check_env(env)
+        # how self-play picks its move (the algorithm config's `acting`, a
+        # `TemperatureSchedule`; None for an algorithm that acts otherwise, TD): the jitted
+        # collector is handed it by the Trainer, a self-play outside jit reads it here
+        self.acting = acting
         self.env = env
         self.apply_fn = apply_fn  # apply(variables, obs, train=False) -> (logits, value_out)
         self.value_format = value_format
@@ -114,13 +119,6 @@ class Algorithm(abc.ABC):
         if risk is not None:
             raise ValueError(f"{type(self).__name__} has no per-seat risk: TrainConfig.risk "
                              "needs AlphaZero on the tree kernel")
-
-    def use_temperature_schedule(self, schedule: Any) -> None:
-        """Self-play acts by `schedule` (`TrainConfig.temperature_schedule`). The jitted
-        collector is handed it directly, so by default nothing to do; an algorithm whose
-        self-play runs outside jit (the C++ CPU path) keeps it here, or raises a ValueError
-        when its own settings contradict it."""
-        del schedule
 
     def check_truncated_games(self, truncated_games: Any,
                               max_self_play_steps: Optional[int] = None) -> None:
@@ -190,8 +188,9 @@ class AlphaZeroAlgorithm(Algorithm):
     """Tree search over the true dynamics of a turn-based game (mctx or the library's kernel,
     whichever `turbozero.search.search` runs for the config)."""
 
-    def __init__(self, env, apply_fn, value_format, search_config, eval_search_config=None):
-        super().__init__(env, apply_fn, value_format, search_config, eval_search_config)
+    def __init__(self, env, apply_fn, value_format, search_config, eval_search_config=None,
+                 acting=None):
+        super().__init__(env, apply_fn, value_format, search_config, eval_search_config, acting)
         self.evaluator = NetworkEvaluator(apply_fn, value_format)
 
     @classmethod
@@ -253,9 +252,10 @@ class AlphaZeroAlgorithm(Algorithm):
 class GraphSearchAlgorithm(Algorithm):
     """Monte-Carlo graph search (decoupled PUCT per player) for simultaneous-move games."""
 
-    def __init__(self, env, apply_fn, value_format, search_config, eval_search_config=None):
-        super().__init__(env, apply_fn, value_format, search_config, eval_search_config)
-        self.eval_fn = network_eval_fn(apply_fn)
+    def __init__(self, env, apply_fn, value_format, search_config, eval_search_config=None,
+                 acting=None):
+        super().__init__(env, apply_fn, value_format, search_config, eval_search_config, acting)
+        self.evaluator = NetworkEvaluator(apply_fn, value_format)
 
     @classmethod
     def check_env(cls, env: Env) -> None:
@@ -264,12 +264,12 @@ class GraphSearchAlgorithm(Algorithm):
                              "simultaneous moves; use a MctxConfig search (AlphaZero)")
 
     def self_play_policy(self, variables, states, key):
-        return mcgs_search(self.eval_fn, variables, self.env, states, key,
-                           self.search_config).policy
+        return search(self.env, self.evaluator, variables, states, key,
+                      self.search_config).policy
 
     def act(self, variables, states, key):
-        return mcgs_search(self.eval_fn, variables, self.env, states, key,
-                           self.eval_search_config).action
+        return search(self.env, self.evaluator, variables, states, key,
+                      self.eval_search_config).action
 
     def loss_fn(self, params, train_state, experience):
         return simultaneous_loss_fn(params, train_state, experience, 0.0)  # Algorithm.loss_fn

@@ -66,8 +66,9 @@ def collect(
     """Play `num_steps` moves in every game (lax.scan), writing every position to `buffer`
     with its policy target, the action played and the search's root values.
 
-    The move played comes from the search's policy target through `schedule` (the search's own
-    action is not used), so every search algorithm acts by the same schedule. With `risk`, each
+    The move played is drawn once, from the search's policy target, by `schedule` (the
+    algorithm's `acting`): searches have no temperature, and their recommended action is for
+    evaluation, so every algorithm acts by the same schedule. With `risk`, each
     game searches with its seats' betas (`collector.risk_beta`, given to `policy_fn` as
     `risk_beta=`); a game that starts draws new ones at `iteration` of the schedule.
     `truncated_games` (`TrainConfig.truncated_games`): None scores a game cut by the env's cap

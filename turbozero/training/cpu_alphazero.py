@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import warnings
 
 import jax
 import jax.numpy as jnp
@@ -21,6 +20,7 @@ import numpy as np
 
 from envs.core import Env
 from turbozero.networks.value_formats import mover_to_seats
+from turbozero.search.acting import TemperatureSchedule
 from turbozero.search.cpu import require_extension
 from turbozero.search.cpu.selfplay import CPUSelfPlayConfig, cpu_self_play, make_pool_evaluator
 from turbozero.search.kernel import TreeSearchConfig
@@ -37,29 +37,28 @@ def kernel_config(config: CPUSelfPlayConfig) -> TreeSearchConfig:
         num_simulations=config.num_simulations,
         selection=SpecPUCT(c_puct=s.c_puct, fpu_base=s.fpu_base, risk_beta=s.risk_beta,
                            q_bounds=tuple(s.q_bounds)),
-        root=PUCTRoot(dirichlet_alpha=s.dirichlet_alpha, dirichlet_fraction=s.dirichlet_fraction),
-        temperature=config.temperature)
+        root=PUCTRoot(dirichlet_alpha=s.dirichlet_alpha, dirichlet_fraction=s.dirichlet_fraction))
 
 
 class CPUAlphaZero(AlphaZeroAlgorithm):
     """AlphaZero with self-play on the C++ CPU path (whole games per iteration, outside jit)."""
 
-    def __init__(self, env, apply_fn, value_format, search_config, eval_search_config=None):
+    def __init__(self, env, apply_fn, value_format, search_config, eval_search_config=None,
+                 acting=None):
         if not isinstance(search_config, CPUSelfPlayConfig):
             raise ValueError(f"CPUAlphaZero needs a CPUSelfPlayConfig, got {search_config!r}")
         evaluation = (search_config if eval_search_config is None else eval_search_config)
         if isinstance(evaluation, CPUSelfPlayConfig):
             evaluation = kernel_config(evaluation).for_evaluation()
-        super().__init__(env, apply_fn, value_format, kernel_config(search_config), evaluation)
+        # the C++ games act by the algorithm's `acting`, as the jitted collector's do
+        super().__init__(env, apply_fn, value_format, kernel_config(search_config), evaluation,
+                         TemperatureSchedule() if acting is None else acting)
         self.cpu_config = search_config
-        # TrainConfig.temperature_schedule, given by the Trainer (`use_temperature_schedule`);
-        # None: the config's own temperature and temperature_moves
-        self.schedule = None
         # the C++ side checks some settings (the node pool's sizes) only when a coordinator is
         # built, at the first self-play, after the Trainer has written the run directory: build
         # one now and drop it (its pools allocate on demand; 0.1 ms), so that a bad setting is
         # a ValueError before anything is written
-        require_extension().Coordinator(search_config.to_native())
+        require_extension().Coordinator(search_config.to_native(acting=self.acting))
         # one pool evaluator for the whole run (its batch tiers compile once); the key only
         # seeds the games' starting states, which are fixed for the games this path plays
         self._games_key = jax.random.PRNGKey(search_config.seed)
@@ -72,33 +71,11 @@ class CPUAlphaZero(AlphaZeroAlgorithm):
             raise ValueError(f"{env.id}: the CPU path searches deterministic turn-based games "
                              "of at most two players")
 
-    def use_temperature_schedule(self, schedule) -> None:
-        """The C++ games act by `TrainConfig.temperature_schedule`, as the jitted collector's
-        do (`CPUSelfPlayConfig.with_schedule`). `CPUSelfPlayConfig.temperature` and
-        `temperature_moves` are for `cpu_self_play` called directly. Set to other than their
-        defaults and to other than the schedule (as run directories written before the
-        schedule was followed store them), they keep acting as they did, with a warning
-        naming both: such a run resumes unchanged."""
-        default = CPUSelfPlayConfig()
-        want = default.with_schedule(schedule)
-        for name in ("temperature", "temperature_moves"):
-            mine = getattr(self.cpu_config, name)
-            if mine != getattr(default, name) and mine != getattr(want, name):
-                warnings.warn(
-                    f"CPUSelfPlayConfig.{name}={mine} contradicts TrainConfig."
-                    f"temperature_schedule={schedule!r}: the CPU self-play keeps its own "
-                    "temperature settings; set the schedule (TemperatureSchedule(temperature, "
-                    "moves)) and leave them at their defaults to act by it", UserWarning,
-                    stacklevel=2)
-                return
-        self.schedule = schedule
-
     def self_play_config(self, iteration: int) -> CPUSelfPlayConfig:
-        """The C++ self-play of `iteration`: the config acting by the schedule, its noise and
-        sampling seeded per iteration (a resumed run plays the games it would have played)."""
-        cfg = self.cpu_config if self.schedule is None else self.cpu_config.with_schedule(
-            self.schedule)
-        return dataclasses.replace(cfg, seed=cfg.seed + int(iteration) * 7919)
+        """The C++ self-play of `iteration`: its noise and sampling seeded per iteration (a
+        resumed run plays the games it would have played)."""
+        return dataclasses.replace(self.cpu_config,
+                                   seed=self.cpu_config.seed + int(iteration) * 7919)
 
     def check_truncated_games(self, truncated_games, max_self_play_steps=None) -> None:
         if truncated_games is not None:
@@ -129,7 +106,7 @@ class CPUAlphaZero(AlphaZeroAlgorithm):
             seat_betas = np.asarray(risk.draw(key, state.iteration, cfg.num_games,
                                               self.env.num_players))
         games = cpu_self_play(self.env, self.evaluator, variables, cfg, self._games_key,
-                              self._pool_evaluator, seat_betas, state.buffer.form)
+                              self._pool_evaluator, seat_betas, state.buffer.form, self.acting)
         buffer, stats = write_games(state.buffer, games, self.env.num_players)
         return state.replace(buffer=buffer), stats
 

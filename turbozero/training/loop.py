@@ -106,7 +106,6 @@ class Trainer:
         self.algorithm: Algorithm = config.algorithm.build(
             self.env, self.network.apply, self.spec.value_format)
         self.algorithm.check_risk(config.risk)
-        self.algorithm.use_temperature_schedule(config.algorithm.acting)
         self.algorithm.check_truncated_games(config.truncated_games, config.max_self_play_steps)
         self.mesh = make_mesh() if mesh is None else mesh
         n_dev = self.mesh.devices.size

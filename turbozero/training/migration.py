@@ -11,6 +11,13 @@ was explicit). What changed, and how it is read:
   `TrainConfig.algorithm`: read into the algorithm whose search it is (`upgrade`,
   `algorithm_with`); a config stored with no algorithm searched with mctx, the default then
   (today's default is the library's kernel);
+* `temperature` (and `temperature_moves`) of the search configs (`TreeSearchConfig`,
+  `MctxConfig`, `MCGSConfig`, `CPUSearchConfig`, `CPUSelfPlayConfig`), from before acting
+  belonged to acting alone (issue 44, item 3): read and dropped (`ACTING_FIELDS`). Self-play
+  already acted by the run's schedule (the collector acted again on the policy) and evaluation
+  at temperature 0 (`for_evaluation()`), so nothing the run played changes; the one exception
+  kept is the C++ self-play whose own settings contradicted the schedule (it kept acting by
+  them, with a warning): its algorithm's `acting` becomes them (`_cpu_acting`);
 * the `--set` keys of those fields (`search.x` is `algorithm.search.x`, `temperature_schedule.x`
   is `algorithm.acting.x`; README commands use them): `legacy_key`;
 * run directories made before configs were stored: the preset and overrides of their
@@ -28,8 +35,13 @@ from typing import Any, Optional
 
 from turbozero.games import MOVED_MODULES as GAME_MODULES_MOVED
 from turbozero.search.acting import TemperatureSchedule
+from turbozero.search.cpu.selfplay import CPUSelfPlayConfig
+from turbozero.search.cpu.tree import CPUSearchConfig
+from turbozero.search.kernel import TreeSearchConfig
+from turbozero.search.mcgs import MCGSConfig
 from turbozero.search.mctx_policies import MctxConfig
-from turbozero.training.algorithm_configs import AlphaZero, algorithm_for_search, is_algorithm_config
+from turbozero.training.algorithm_configs import (AlphaZero, algorithm_for_search,
+                                                  is_algorithm_config, is_algorithm_config_type)
 from turbozero.training.config import TrainConfig
 
 # modules whose classes moved (old module -> module now): read through this, with no
@@ -49,6 +61,17 @@ LEGACY_FIELDS = {"search": "search", "eval_search": "eval_search",
                  "temperature_schedule": "acting"}
 # what a config stored without `algorithm` searched with (the default before the kernel's)
 DEFAULT_SEARCH_BEFORE_ALGORITHM = MctxConfig()
+# the acting settings search configs had before acting was the algorithm's alone (read, dropped)
+ACTING_FIELDS = {
+    TreeSearchConfig: ("temperature", "temperature_moves"),
+    MctxConfig: ("temperature",),
+    MCGSConfig: ("temperature",),
+    CPUSearchConfig: ("temperature",),
+    CPUSelfPlayConfig: ("temperature", "temperature_moves"),
+}
+# CPUSelfPlayConfig's acting defaults then: settings other than these and other than the
+# schedule's were followed instead of the schedule
+_CPU_ACTING_DEFAULTS = {"temperature": 1.0, "temperature_moves": 30}
 
 _UNSET: Any = object()
 
@@ -62,15 +85,24 @@ def class_name(stored: str) -> str:
 
 def stored_fields(cls: type) -> tuple[str, ...]:
     """Keys an old layout of `cls` stored that are no longer its fields (read by `upgrade`)."""
-    return tuple(LEGACY_FIELDS) if cls is TrainConfig else ()
+    return tuple(LEGACY_FIELDS) if cls is TrainConfig else ACTING_FIELDS.get(cls, ())
 
 
-def upgrade(cls: type, values: dict[str, Any]) -> dict[str, Any]:
-    """The keyword arguments of `cls` from a stored object's decoded fields, in today's layout."""
+def upgrade(cls: type, values: dict[str, Any], stored: Optional[dict] = None) -> dict[str, Any]:
+    """The keyword arguments of `cls` from a stored object's decoded fields, in today's layout;
+    `stored`: the object's JSON as stored (its nested objects not yet decoded)."""
+    if cls in ACTING_FIELDS:
+        return {k: v for k, v in values.items() if k not in ACTING_FIELDS[cls]}
+    if is_algorithm_config_type(cls) and "acting" in {f.name for f in dataclasses.fields(cls)}:
+        acting = _cpu_acting((stored or {}).get("search"), values.get("acting"))
+        return values if acting is None else dict(values, acting=acting)
     if cls is not TrainConfig:
         return values
     values = dict(values)
     legacy = {k: values.pop(k) for k in LEGACY_FIELDS if k in values}
+    acting = _cpu_acting((stored or {}).get("search"), legacy.get("temperature_schedule"))
+    if acting is not None:
+        legacy["temperature_schedule"] = acting
     if "algorithm" in values:
         # a layout that stored the algorithm beside its search: the stored search is the one
         # the run trained with (a `--set search=...` wrote it there)
@@ -80,6 +112,22 @@ def upgrade(cls: type, values: dict[str, Any]) -> dict[str, Any]:
     legacy.setdefault("search", DEFAULT_SEARCH_BEFORE_ALGORITHM)
     values["algorithm"] = algorithm_with(None, **legacy)
     return values
+
+
+def _cpu_acting(search: Any, acting: Any) -> Optional[TemperatureSchedule]:
+    """The acting of a stored C++ self-play (`search`, its stored JSON) whose own temperature
+    settings contradicted the schedule (`acting`; None: the default), which it then followed
+    instead; None when the schedule stands."""
+    if not (isinstance(search, dict) and class_name(str(search.get("__dataclass__", "")))
+            == "turbozero.search.cpu.selfplay:CPUSelfPlayConfig"):
+        return None
+    acting = TemperatureSchedule() if acting is None else acting
+    schedule = {"temperature": float(acting.temperature),
+                "temperature_moves": 2**31 - 1 if acting.moves is None else int(acting.moves)}
+    own = {k: search.get(k, d) for k, d in _CPU_ACTING_DEFAULTS.items()}
+    if all(own[k] in (_CPU_ACTING_DEFAULTS[k], schedule[k]) for k in own):
+        return None
+    return TemperatureSchedule(temperature=own["temperature"], moves=own["temperature_moves"])
 
 
 def algorithm_with(base: Optional[Any] = None, search: Any = _UNSET, eval_search: Any = _UNSET,

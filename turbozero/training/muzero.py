@@ -1,7 +1,8 @@
 """MuZero with vector values: search on a learned model, K-step unroll, n-step targets
 (docs/training.md, "Algorithms"; the set-up of a game that trains with it is on its page).
 
-* Search: the tree kernel on `LearnedModel` (Gumbel root with sequential halving, mctx's
+* Search: the `learned` family of `turbozero.search.search` (the tree kernel on
+  `LearnedModel`; Gumbel root with sequential halving, mctx's
   interior selection, Q = r + gamma V(s') per player); the policy target is the improved policy.
 * Replay: the library's per-game rings (`turbozero.training.replay`) hold every position with
   the action played and the search's root values; `sample` reads windows of K + n + 1
@@ -26,8 +27,9 @@ from flax import struct
 from envs.core import Env, State
 from turbozero.networks.muzero import MuZeroNet
 from turbozero.networks.value_formats import MoverRelativeValues
-from turbozero.search.kernel import TreeSearchConfig, tree_search
-from turbozero.search.learned import LearnedModel
+from turbozero.search.api import NetworkEvaluator, search
+from turbozero.search.kernel import TreeSearchConfig
+from turbozero.search.learned import LearnedModelSearch
 from turbozero.search.roots import GumbelRoot
 from turbozero.search.selection import MctxPUCT
 from turbozero.training import replay
@@ -193,15 +195,16 @@ class MuZeroAlgorithm(Algorithm):
 
     network_name = "muzero"
 
-    def __init__(self, env, apply_fn, value_format, search_config, eval_search_config=None):
+    def __init__(self, env, apply_fn, value_format, search_config, eval_search_config=None,
+                 acting=None):
         if not isinstance(value_format, MoverRelativeValues):
             raise ValueError("MuZero's heads are mover-relative: the game's value format must be "
                              f"MoverRelativeValues, got {value_format!r}")
         if value_format.num_players != env.num_players:
             raise ValueError(f"the value format has {value_format.num_players} players, "
                              f"{env.id} has {env.num_players}")
-        super().__init__(env, apply_fn, value_format, search_config, eval_search_config)
-        self.model = LearnedModel(apply_fn, env.num_actions, value_format)
+        super().__init__(env, apply_fn, value_format, search_config, eval_search_config, acting)
+        self.evaluator = NetworkEvaluator(apply_fn, value_format)  # the `learned` family's
 
     @classmethod
     def check_env(cls, env: Env) -> None:
@@ -227,8 +230,8 @@ class MuZeroAlgorithm(Algorithm):
                          hidden_shape=tuple(obs.shape[:2]), **cfg)
 
     def _search(self, variables, states: State, key, config: MuZeroConfig):
-        result, _ = tree_search(self.model, variables, states, key, config.search)
-        return result
+        return search(self.env, self.evaluator, variables, states, key,
+                      LearnedModelSearch(config.search))
 
     def self_play(self, variables, states, key, risk_beta=None):
         if risk_beta is not None:

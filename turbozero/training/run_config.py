@@ -96,7 +96,7 @@ def from_json(data: Any, where: str = "config") -> Any:
             raise ValueError(f"{where}: {cls.__name__} has no field {unknown[0]!r} (stored by "
                              "another version of turbozero?)")
         values = {k: from_json(v, f"{where}.{k}") for k, v in kwargs.items()}
-        return cls(**migration.upgrade(cls, values))
+        return cls(**migration.upgrade(cls, values, data))
     if isinstance(data, dict):
         return {k: from_json(v, f"{where}.{k}") for k, v in data.items()}
     return data

@@ -29,9 +29,9 @@ import jax.numpy as jnp
 from flax import struct
 
 from envs.core import Env, State
-from turbozero.search.afterstate import (AfterstatePlayerConfig, AfterstateValuer,
-                                         afterstate_search, check_env, choose_afterstates)
-from turbozero.search.api import NetworkEvaluator
+from turbozero.search.afterstate import (AfterstatePlayerConfig, AfterstateValuer, check_env,
+                                         choose_afterstates)
+from turbozero.search.api import NetworkEvaluator, search
 from turbozero.training import collector as collector_lib
 from turbozero.training.algorithms import Algorithm
 from turbozero.training.loss_fns import apply_in_training, total_loss
@@ -135,21 +135,18 @@ class AfterstateTD(Algorithm):
 
     # ------------------------------------------------------------------- acting
     def self_play_policy(self, variables, states, key):
-        del key
-        return afterstate_search(self.env, self.evaluator, variables, states,
-                                 self.search_config.player).policy
+        return search(self.env, self.evaluator, variables, states, key,
+                      self.search_config.player).policy
 
     def act(self, variables, states, key):
-        del key
-        return afterstate_search(self.env, self.evaluator, variables, states,
-                                 self.eval_search_config).action
+        return search(self.env, self.evaluator, variables, states, key,
+                      self.eval_search_config).action
 
     def builtin_opponents(self):
         player = AfterstatePlayerConfig(max_afterstates=self.search_config.player.max_afterstates)
 
         def greedy(variables, states, key):
-            del key
-            return afterstate_search(self.env, self.evaluator, variables, states, player).action
+            return search(self.env, self.evaluator, variables, states, key, player).action
 
         return {"greedy": greedy}
 

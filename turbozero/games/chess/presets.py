@@ -70,7 +70,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         algorithm=AlphaZero(
             search=CPUSelfPlayConfig(search=CPUSearchConfig(fpu_base=0.0), num_workers=2,
                                      num_games=32, num_simulations=8, max_steps=100,
-                                     temperature_moves=30, batch_tiers=(8, 32)),
+                                     batch_tiers=(8, 32)),
             acting=OPENING_ACTING),
         max_eval_steps=100, eval_opponents=("random",),
         replay_policies=LegalPolicy(),

@@ -33,7 +33,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     "small": dict(_PYRAT_TINY, num_iterations=250, eval_every=25, eval_games=64,
                   algorithm=dataclasses.replace(
                       _PYRAT_TINY["algorithm"],
-                      eval_search=MCGSConfig(num_simulations=128, temperature=0.0,
+                      eval_search=MCGSConfig(num_simulations=128,
                                              exploration_floor=0.0))),
     "large": dict(
         num_envs=512, collect_steps=100, train_steps=128, batch_size=1024, replay_capacity=600,

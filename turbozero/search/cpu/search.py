@@ -6,8 +6,8 @@ of one game per root, its game g starting from root g (`make_pool_evaluator`'s g
 with one worker thread; every round of leaves, one per root, goes through one jitted JAX call
 (step the parent state, observe, run the network), as in `cpu_self_play`. Root noise is drawn
 by the C++ tree (`dirichlet_alpha`, `dirichlet_fraction`, seeded from the key), and the move is
-played from the root visits by `turbozero.search.acting.act` at `config.temperature` (0: the
-most visited, ties at random). With one leaf per step and no noise the root visits equal the
+recommended from the root visits by `turbozero.search.acting.act` at tau = 0 (the most
+visited, ties at random). With one leaf per step and no noise the root visits equal the
 tree kernel's (`CPUSearchConfig.from_tree`, tests/search/test_cpu_family.py).
 """
 
@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from turbozero.networks.value_formats import mover_to_seats
-from turbozero.search.acting import act
+from turbozero.search.acting import ARGMAX, act
 from turbozero.search.api import SearchResult
 from turbozero.search.cpu.selfplay import (
     CPUSelfPlayConfig, _wdl_head, build_coordinator, check_env, make_pool_evaluator,
@@ -112,14 +112,14 @@ def cpu_search(env, evaluator, variables, states, key: jax.Array, config: CPUSea
         play = CPUSelfPlayConfig(
             search=config, num_workers=1, num_games=int(live.size),
             num_simulations=config.num_simulations, leaves_per_step=config.leaves_per_step,
-            max_steps=1, temperature=config.temperature, temperature_moves=0,
+            max_steps=1,
             # no subtree is kept: the root and one state per simulation
             slots_per_game=config.num_simulations + config.leaves_per_step + 1,
             batch_tiers=(int(live.size) * config.leaves_per_step,), seed=seed)
         seat_betas = None
         if betas is not None:  # a one-player game's one seat: both C++ seats
             seat_betas = betas[live] if num_players == 2 else np.repeat(betas[live], 2, axis=1)
-        coord = build_coordinator(env, play, seat_betas)
+        coord = build_coordinator(env, play, seat_betas, ARGMAX)
         roots = jax.tree_util.tree_map(lambda x: jnp.asarray(np.asarray(x)[live]),
                                        states.replace(observation=None))
         run_coordinator(coord, env, _pool_evaluator(env, evaluator), variables, play, roots)
@@ -134,7 +134,7 @@ def cpu_search(env, evaluator, variables, states, key: jax.Array, config: CPUSea
 
     weights = visits.astype(np.float32)
     policy = weights / np.maximum(weights.sum(-1, keepdims=True), 1.0)
-    action = _act(k_act, weights, legal, config.temperature)
+    action = _act(k_act, weights, legal, 0.0)
     root_values = mover_to_seats(root_value, mover, num_players)
     return SearchResult(
         action=jnp.asarray(action, jnp.int32),

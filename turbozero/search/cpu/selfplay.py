@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from turbozero.search.acting import TemperatureSchedule
 from turbozero.search.cpu._ext import require_extension
 from turbozero.search.cpu.tree import NEW_GAME, CPUSearchConfig
 from turbozero.validation import check_int, check_real, renamed_fields
@@ -33,8 +34,9 @@ from turbozero.validation import check_int, check_real, renamed_fields
 class CPUSelfPlayConfig:
     """num_games games at once, game g on worker g % num_workers; num_simulations new
     simulations per move (the played child's subtree is kept), leaves_per_step leaves per game
-    per round (virtual loss between them); temperature for the first temperature_moves moves
-    then the most visited move; max_steps cuts a game (a draw). batch_tiers: the compiled
+    per round (virtual loss between them); max_steps cuts a game (a draw). How the games pick
+    their moves is not a search setting: `cpu_self_play`'s `acting` (a `TemperatureSchedule`,
+    the algorithm's `acting` in training). batch_tiers: the compiled
     batch sizes (the largest is the most requests one evaluator call takes). A worker round
     that carries a root evaluation waits root_wait_s for it and retries a stalled wait
     root_eval_retries times (docs/cpu_search.md, "Evaluation queue and threads") before a last wait of timeout_s;
@@ -46,8 +48,6 @@ class CPUSelfPlayConfig:
     num_simulations: int = 64
     leaves_per_step: int = 1
     max_steps: int = 512
-    temperature: float = 1.0
-    temperature_moves: int = 30
     nodes_per_block: int = 16384
     max_blocks: int = 64
     slots_per_game: Optional[int] = None  # None: 4 * (num_simulations + leaves_per_step + 1)
@@ -62,17 +62,15 @@ class CPUSelfPlayConfig:
     overlap: bool = False
 
     def for_evaluation(self) -> "CPUSelfPlayConfig":
-        """This self-play made deterministic: its search's (`search.for_evaluation()`), the most
-        visited move throughout (temperature 0 from the first move)."""
-        return dataclasses.replace(self, search=self.search.for_evaluation(), temperature=0.0,
-                                   temperature_moves=0)
+        """This self-play's search made deterministic (`search.for_evaluation()`)."""
+        return dataclasses.replace(self, search=self.search.for_evaluation())
 
     def __post_init__(self) -> None:
         if not isinstance(self.search, CPUSearchConfig):
             raise ValueError(f"search must be a CPUSearchConfig, got {self.search!r}")
-        # CPUSearchConfig's own num_simulations, leaves_per_step and temperature are for one
-        # search of the `cpu` family; the self-play's fields apply here
-        for name in ("num_simulations", "leaves_per_step", "temperature"):
+        # CPUSearchConfig's own num_simulations and leaves_per_step are for one search of the
+        # `cpu` family; the self-play's fields apply here
+        for name in ("num_simulations", "leaves_per_step"):
             mine = getattr(self.search, name)
             if mine != getattr(CPUSearchConfig, name) and mine != getattr(self, name):
                 raise ValueError(f"search.{name}={mine} contradicts CPUSelfPlayConfig.{name}="
@@ -82,11 +80,9 @@ class CPUSelfPlayConfig:
         for name in ("num_workers", "num_games", "num_simulations", "leaves_per_step",
                      "max_steps", "nodes_per_block", "max_blocks"):
             check_int(name, getattr(self, name), minimum=1, maximum=int32)
-        check_int("temperature_moves", self.temperature_moves, minimum=0, maximum=int32)
         check_int("slots_per_game", self.slots_per_game, minimum=2, maximum=int32, optional=True)
         check_int("root_eval_retries", self.root_eval_retries, minimum=0, maximum=int32)
         check_int("seed", self.seed, minimum=0, maximum=2**64 - 1)
-        check_real("temperature", self.temperature, minimum=0)
         check_real("timeout_s", self.timeout_s, above=0)
         check_real("root_wait_s", self.root_wait_s, above=0)
         if not isinstance(self.overlap, bool):
@@ -99,23 +95,20 @@ class CPUSelfPlayConfig:
         if list(tiers) != sorted(set(tiers)):
             raise ValueError(f"batch_tiers must be increasing sizes >= 1, got {tiers!r}")
 
-    def with_schedule(self, schedule) -> "CPUSelfPlayConfig":
-        """This config acting by a `TemperatureSchedule` (turbozero.search.acting): tau =
-        `schedule.temperature` for a game's first `schedule.moves` moves (None: the whole
-        game), then the most visited move, ties at random, as the JAX collector does."""
-        moves = 2**31 - 1 if schedule.moves is None else int(schedule.moves)
-        return dataclasses.replace(self, temperature=float(schedule.temperature),
-                                   temperature_moves=moves)
-
     @property
     def state_slots_per_game(self) -> int:
         if self.slots_per_game is not None:
             return self.slots_per_game
         return 4 * (self.num_simulations + self.leaves_per_step + 1)
 
-    def to_native(self, *, num_players: int = 2, num_actions: Optional[int] = None):
+    def to_native(self, *, num_players: int = 2, num_actions: Optional[int] = None,
+                  acting: TemperatureSchedule = TemperatureSchedule()):
         """The C++ config (num_players, num_actions: what the evaluator's players and action
-        ids must lie in, `CPUSearchConfig.to_native`)."""
+        ids must lie in, `CPUSearchConfig.to_native`). The C++ workers act by `acting`: tau =
+        `acting.temperature` for a game's first `acting.moves` moves (None: the whole game),
+        then the most visited move, ties at random, as the JAX collector does
+        (`TemperatureSchedule.act`; the C++ draws the same distribution with its own
+        generator, cpp/search.hpp `choose_child`)."""
         ext = require_extension()
         c = ext.CoordinatorConfig()
         c.search = self.search.to_native(num_players=num_players, num_actions=num_actions)
@@ -124,8 +117,8 @@ class CPUSelfPlayConfig:
         c.num_simulations = self.num_simulations
         c.leaves_per_step = self.leaves_per_step
         c.max_steps = self.max_steps
-        c.temperature = float(self.temperature)
-        c.temperature_moves = self.temperature_moves
+        c.temperature = float(acting.temperature)
+        c.temperature_moves = 2**31 - 1 if acting.moves is None else int(acting.moves)
         c.nodes_per_block = self.nodes_per_block
         c.max_blocks = self.max_blocks
         c.slots_per_game = self.state_slots_per_game
@@ -272,12 +265,14 @@ def check_env(env) -> None:
         raise ValueError(f"{env.id}: the CPU path backs up one zero-sum value (<= 2 players)")
 
 
-def build_coordinator(env, config: CPUSelfPlayConfig, seat_betas=None):
+def build_coordinator(env, config: CPUSelfPlayConfig, seat_betas=None,
+                      acting: TemperatureSchedule = TemperatureSchedule()):
     """The C++ coordinator of `config` for `env` (a ValueError for an env the CPU path cannot
-    search); `seat_betas` float[num_games, 2] as in `cpu_self_play`."""
+    search); `seat_betas` float[num_games, 2] and `acting` as in `cpu_self_play`."""
     ext = require_extension()
     check_env(env)
-    native = config.to_native(num_players=env.num_players, num_actions=env.num_actions)
+    native = config.to_native(num_players=env.num_players, num_actions=env.num_actions,
+                              acting=acting)
     if seat_betas is not None:
         betas = np.asarray(seat_betas, np.float64)
         if betas.shape != (config.num_games, 2):
@@ -359,8 +354,12 @@ def run_coordinator(coord, env, evaluate, params, config: CPUSelfPlayConfig,
 
 
 def cpu_self_play(env, evaluator, params, config: CPUSelfPlayConfig, key: jax.Array,
-                  pool_evaluator=None, seat_betas=None, form=None) -> SelfPlayGames:
+                  pool_evaluator=None, seat_betas=None, form=None,
+                  acting: TemperatureSchedule = TemperatureSchedule()) -> SelfPlayGames:
     """Play config.num_games games with the CPU path and return them as training samples.
+
+    `acting`: how the games pick their moves from the root visits (`TemperatureSchedule`;
+    its move number is the move since the game's start).
 
     `seat_betas` float[num_games, 2]: each game's entropic-risk beta per seat (per-game
     asymmetric risk; selection at a node uses its mover's); None: `config.search.risk_beta`.
@@ -370,7 +369,7 @@ def cpu_self_play(env, evaluator, params, config: CPUSelfPlayConfig, key: jax.Ar
     `pool_evaluator` (from `make_pool_evaluator(env, evaluator, key)`) may be passed to reuse
     its compiled tiers across calls; it fixes the key that seeds the games.
     """
-    coord = build_coordinator(env, config, seat_betas)
+    coord = build_coordinator(env, config, seat_betas, acting)
     evaluate = pool_evaluator or make_pool_evaluator(env, evaluator, key)
     start = time.perf_counter()
     batches = run_coordinator(coord, env, evaluate, params, config)

@@ -51,7 +51,7 @@ class CPUSearchConfig:
     c_puct: exploration constant. fpu_base: unvisited child scores `Q_parent - fpu_base*(1-P)`.
     risk_beta: entropic-risk Q `mean + beta/2 * var`, clamped to q_bounds (0: plain AlphaZero).
     dirichlet_alpha, dirichlet_fraction: root noise over the legal actions (fraction 0: none).
-    num_simulations, leaves_per_step, temperature: one search of the `cpu` family (defaults
+    num_simulations, leaves_per_step: one search of the `cpu` family (defaults
     those of `TreeSearchConfig`); the self-play (`CPUSelfPlayConfig`) has its own fields for
     them, which apply there (a nested config that sets these to others is a ValueError).
     """
@@ -64,18 +64,16 @@ class CPUSearchConfig:
     dirichlet_fraction: float = 0.25
     num_simulations: int = 32
     leaves_per_step: int = 1
-    temperature: float = 1.0
     family: ClassVar[str] = "cpu"
 
     def for_evaluation(self) -> "CPUSearchConfig":
-        """This search made deterministic for evaluation: no root noise, temperature 0."""
-        return dataclasses.replace(self, dirichlet_fraction=0.0, temperature=0.0)
+        """This search made deterministic for evaluation: no root noise."""
+        return dataclasses.replace(self, dirichlet_fraction=0.0)
 
     def __post_init__(self) -> None:
         # the C++ fields are int32
         check_int("num_simulations", self.num_simulations, minimum=1, maximum=2**31 - 1)
         check_int("leaves_per_step", self.leaves_per_step, minimum=1, maximum=2**31 - 1)
-        check_real("temperature", self.temperature, minimum=0)
         check_real("c_puct", self.c_puct, above=0)
         check_real("fpu_base", self.fpu_base, minimum=0)
         check_real("risk_beta", self.risk_beta)
@@ -97,17 +95,14 @@ class CPUSearchConfig:
         """The `cpu` family's search equal to the tree family's `config` (a `TreeSearchConfig`
         with `SpecPUCT` selection and a `PUCTRoot`): visit for visit with one leaf per step
         (tests/search/test_cpu_family.py). Its other settings have no C++ counterpart: a
-        `temperature_moves`, `max_children`, `extra_nodes` or `discount` other than the
-        default is a ValueError."""
-        for name, default in (("temperature_moves", None), ("max_children", None),
-                              ("extra_nodes", 0), ("discount", 1.0)):
+        `max_children`, `extra_nodes` or `discount` other than the default is a ValueError."""
+        for name, default in (("max_children", None), ("extra_nodes", 0), ("discount", 1.0)):
             if getattr(config, name) != default:
                 raise ValueError(f"TreeSearchConfig.{name}={getattr(config, name)!r} has no "
                                  "counterpart in the C++ search")
         return dataclasses.replace(cls.from_jax(config.selection, config.root),
                                    num_simulations=config.num_simulations,
-                                   leaves_per_step=config.leaves_per_step,
-                                   temperature=config.temperature)
+                                   leaves_per_step=config.leaves_per_step)
 
     def to_native(self, *, num_players: int = 2, num_actions: Optional[int] = None):
         """The C++ config; the evaluator's players must lie in [0, num_players) and its action
