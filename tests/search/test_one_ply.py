@@ -20,10 +20,10 @@ from turbozero.search import (
     NetworkEvaluator,
     OnePlyConfig,
     MctxConfig,
-    one_ply_search,
     random_actions,
     search,
 )
+from turbozero.search.one_ply import one_ply_search
 from turbozero.training import Trainer
 from turbozero.training.algorithm_configs import AlphaZero
 from turbozero.training.algorithms import evaluation_search
