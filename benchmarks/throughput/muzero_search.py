@@ -95,7 +95,8 @@ def main() -> None:
         print(f"batch {batch:5d}: {batch * args.simulations / seconds:10.0f} simulations/s "
               f"({seconds * 1e3:.0f} ms per search), search temporaries "
               f"{temp / 2**20:.1f} MiB ({temp / batch / 2**10:.0f} KiB per game)")
-    buf = replay.init_buffer(1, 1, states.observation[0], (env.num_actions,), 3)
+    buf = replay.init_buffer(1, 1, states.observation[0], (env.num_actions,), 3,
+                             replay.trajectory_fields(3))
     per_position = sum(np.asarray(x).nbytes for x in jax.tree_util.tree_leaves(buf)
                        if np.ndim(x) >= 2)
     obs = np.asarray(buf.observation).nbytes

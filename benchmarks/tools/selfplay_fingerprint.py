@@ -11,6 +11,9 @@ and of the parameters, the metrics of each iteration, and a sha256 of the evalua
     python benchmarks/tools/run_in_tree.py /tmp/ref benchmarks/tools/selfplay_fingerprint.py > ref.txt
     python benchmarks/tools/selfplay_fingerprint.py > new.txt && diff ref.txt new.txt
 
+`--leaves` adds a digest per replay leaf, for a change of the replay's layout (fields added or
+dropped): the diff then names those fields, and every other leaf is compared on its own.
+
 Not a timing: nothing here is measured for speed.
 """
 
@@ -68,6 +71,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--iterations", type=int, default=2)
     parser.add_argument("--only", nargs="*", default=None, help="labels of the cases to run")
+    parser.add_argument("--leaves", action="store_true",
+                        help="also a digest per replay leaf (a layout change then diffs as the "
+                             "leaves added or dropped, the others compared one by one)")
     args = parser.parse_args()
     for label, game, preset, extra in CASES:
         if args.only and label not in args.only:
@@ -83,6 +89,9 @@ def main() -> None:
                                              jax.random.PRNGKey(7))
         print(f"{label}: replay {_digest(state.buffer)} params "
               f"{_digest(state.train_state.params)} eval-actions {_digest(acts)}")
+        if args.leaves:
+            for path, leaf in jax.tree_util.tree_flatten_with_path(state.buffer)[0]:
+                print(f"  replay{jax.tree_util.keystr(path)} {_digest(leaf)}")
         for record in lines:
             print(f"  {record}")
 

@@ -18,6 +18,7 @@ from fixed_networks import fixed_linear_network
 from turbozero.search.acting import TemperatureSchedule
 from turbozero.search.cpu import NEW_GAME, NO_ACTION, CPUSearchConfig, SearchTree
 from turbozero.search.cpu.selfplay import CPUSelfPlayConfig, cpu_self_play, make_pool_evaluator
+from turbozero.training import replay
 
 GAME = "pgx/tic_tac_toe"
 
@@ -308,8 +309,11 @@ def test_self_play_records_root_wdl_and_soft_value_into_the_replay(game, wdl_net
 
     algo = AlphaZeroAlgorithm(env, wdl_net, WDLValue(), TreeSearchConfig(num_simulations=2))
     states = jax.vmap(env.init)(jax.random.split(key, 4))
-    buffer = algo.init_replay(4, 16, states)
-    assert set(buffer.search_record) == {"root_wdl", "soft_value"}
+    assert set(algo.init_replay(4, 16, states).search_record) == {"root_wdl", "soft_value"}
+    # AlphaZero's replay with the trajectory fields too (MuZero's), to check everything the
+    # CPU path hands the one writer
+    buffer = replay.init_buffer(4, 16, states.observation[0], (9,), 2,
+                                dict(algo.replay_fields(), **replay.trajectory_fields(2)))
     buffer, _ = write_games(buffer, out, env.num_players)
     rec = jax.device_get(buffer.search_record)
     for g in range(4):  # game g goes into row g, its moves in order from column 0
@@ -319,6 +323,9 @@ def test_self_play_records_root_wdl_and_soft_value_into_the_replay(game, wdl_net
         seat_values = jax.device_get(buffer.search_values)[g, :len(rows)]
         mover = out.player[rows]
         np.testing.assert_allclose(seat_values[np.arange(len(rows)), mover], out.root_value[rows])
+        np.testing.assert_array_equal(np.asarray(buffer.action)[g, :len(rows)], out.action[rows])
+        np.testing.assert_array_equal(np.asarray(buffer.written_at)[g, :len(rows)],
+                                      np.arange(len(rows)))
 
 
 def test_a_stalled_root_wait_is_retried_and_plays_the_same_games(game, pool_evaluator):

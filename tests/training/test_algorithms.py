@@ -140,8 +140,15 @@ def test_self_play_stores_the_root_wdl_and_soft_value_of_each_search(risk_taker)
     assert wdl.shape == (n, steps, 3) and soft.shape == (n, steps)
     np.testing.assert_allclose(wdl.sum(-1), 1.0, atol=1e-5)
     assert wdl.min() >= 0.0
-    mover_value = np.take_along_axis(b.search_values, b.current_player[..., None], -1)[..., 0]
-    np.testing.assert_allclose(wdl[..., 0] - wdl[..., 2], mover_value, atol=1e-5)
+    # W - L is the searched root value of the mover (the replay keeps no root values: they
+    # are MuZero's field, so the search is asked again at a batch of states)
+    out = algo.self_play(None, col.env_state, jax.random.PRNGKey(2))
+    mover_value = np.take_along_axis(np.asarray(out.search_values),
+                                     np.asarray(col.env_state.current_player)[:, None], -1)[:, 0]
+    rec = jax.device_get(out.search_record)
+    np.testing.assert_allclose(rec["root_wdl"][:, 0] - rec["root_wdl"][:, 2], mover_value,
+                               atol=1e-5)
+    assert b.search_values is None and b.action is None and b.written_at is None
     if risk_taker is None:
         assert np.all(soft == 0.0)
     else:  # the taker's positions have a soft value; the other seat's beta is 0

@@ -54,15 +54,27 @@ def test_cpu_self_play_trains_and_evaluates(trained):
     assert last["eval_random_wins"] + last["eval_random_draws"] + last["eval_random_losses"] == 8
 
 
+def _in_play_order(columns, capacity):
+    """The columns of one game in a ring row, in the order written: consecutive modulo the
+    capacity, from the one whose predecessor is not the game's."""
+    held = set(int(c) for c in columns)
+    first = [c for c in held if (c - 1) % capacity not in held]
+    assert len(first) == 1, columns  # one run of consecutive columns
+    return [(first[0] + j) % capacity for j in range(len(held))]
+
+
 def test_games_in_the_replay_replay_through_the_env(trained):
-    """Every game the CPU path wrote is a real game: its stored actions, played from the start,
-    give the stored observations, legal masks and players, its policy targets sit on legal
-    moves, and every position's returns are the game's final rewards."""
+    """Every game the CPU path wrote is a real game: from the start, each stored position is
+    reached from the one before by exactly one legal move (AlphaZero's replay keeps no action
+    played: that is MuZero's field) and the last one ends the game by a legal move with the
+    stored returns; the stored legal masks and players are the env's, its policy targets sit on
+    legal moves, and every position's returns are the game's final rewards."""
     trainer, _ = trained
     env = envs.make("pgx/tic_tac_toe")
     buffer = trainer.state.buffer
     assert isinstance(buffer.policy_form, LegalPolicy)
     assert isinstance(buffer.form, EnvStates)
+    assert buffer.action is None and buffer.search_values is None and buffer.written_at is None
     policy, legal_mask = jax.device_get(buffer.policy_form.decode(buffer.policy_target))
     e, t = buffer.episode_id.shape
     observation = np.asarray(replay.observations(  # observed again from the stored states
@@ -72,15 +84,14 @@ def test_games_in_the_replay_replay_through_the_env(trained):
     checked = 0
     for row in range(buf.episode_id.shape[0]):
         for ep in np.unique(buf.episode_id[row][buf.written[row]]):
-            cols = np.flatnonzero(buf.written[row] & (buf.episode_id[row] == ep))
-            cols = cols[np.argsort(buf.written_at[row, cols])]
-            assert np.all(np.diff(buf.written_at[row, cols]) == 1)  # consecutive writes
+            cols = _in_play_order(np.flatnonzero(buf.written[row] & (buf.episode_id[row] == ep)),
+                                  t)
             # game g of a call started from init(fold_in(PRNGKey(seed), g)); pgx draws who
             # moves first from that key. The episode id is `writes * num_games + g`.
             g = int(ep) % 16
             state = env.init(jax.random.fold_in(
                 jax.random.PRNGKey(trainer.algorithm.cpu_config.seed), g))
-            for c in cols:
+            for i, c in enumerate(cols):
                 np.testing.assert_array_equal(np.asarray(state.observation),
                                               observation[row, c])
                 np.testing.assert_array_equal(np.asarray(state.legal_action_mask),
@@ -88,7 +99,16 @@ def test_games_in_the_replay_replay_through_the_env(trained):
                 assert int(state.current_player) == buf.current_player[row, c]
                 assert np.all(policy[row, c][~legal_mask[row, c]] == 0)
                 assert policy[row, c].sum() == pytest.approx(1.0, abs=1e-5)
-                state = step(state, jnp.int32(buf.action[row, c]))
+                after = [step(state, jnp.int32(a))
+                         for a in np.flatnonzero(np.asarray(state.legal_action_mask))]
+                if i + 1 < len(cols):
+                    nxt = [s for s in after if np.array_equal(np.asarray(s.observation),
+                                                              observation[row, cols[i + 1]])]
+                else:  # the game's last position: a legal move ends it with the stored returns
+                    nxt = [s for s in after if bool(s.terminated | s.truncated) and
+                           np.allclose(np.asarray(s.rewards), buf.returns[row, c])]
+                assert len(nxt) == 1 if i + 1 < len(cols) else len(nxt) >= 1, (row, ep, i)
+                state = nxt[0]
             assert bool(state.terminated | state.truncated)
             for c in cols:
                 np.testing.assert_allclose(buf.returns[row, c], np.asarray(state.rewards))

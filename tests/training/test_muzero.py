@@ -49,7 +49,7 @@ def _random_search(variables, states, key):
 def buffer():
     col = collector_lib.init_collector(ENV, jax.random.PRNGKey(0), NUM_ENVS)
     buf = replay.init_buffer(NUM_ENVS, CAPACITY, col.env_state.observation[0],
-                             (ENV.num_actions,), P)
+                             (ENV.num_actions,), P, replay.trajectory_fields(P))
     collect = jax.jit(functools.partial(collector_lib.collect, ENV, _random_search),
                       static_argnums=(4,))
     _, buf, stats = collect(None, col, buf, jax.random.PRNGKey(1), STEPS)

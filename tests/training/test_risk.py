@@ -78,7 +78,8 @@ def test_collector_hands_each_game_its_betas_and_redraws_at_a_new_game():
     col = collector_lib.init_collector(env, jax.random.PRNGKey(0), n, risk)
     first = np.asarray(col.risk_beta)
     assert np.all((first == 0.0).sum(1) == 1)  # iteration 0: the scheduled beta is 0
-    buf = replay.init_buffer(n, 20, col.env_state.observation[0], (9,), 2)
+    buf = replay.init_buffer(n, 20, col.env_state.observation[0], (9,), 2,
+                             replay.trajectory_fields(2))
     col, buf, stats = collector_lib.collect(env, fake_search, None, col, buf,
                                             jax.random.PRNGKey(1), 20, risk=risk, iteration=5)
     assert int(stats.episodes_finished) >= n

@@ -10,8 +10,9 @@ the game is simultaneous. The run's algorithm config (`TrainConfig.algorithm`,
 * `GraphSearchAlgorithm`: MCGS (the `graph` family of `turbozero.search.search`) for
   simultaneous-move games; one policy target
   per player and one value per seat.
-* A learned-model algorithm (MuZero, issue 20) is a third implementation: it brings its own
-  replay (trajectory windows instead of positions: `init_replay` / `record`), its own loss
+* A learned-model algorithm (MuZero, issue 20) is a third implementation: it declares what its
+  replay keeps beyond positions (`replay_fields`: the trajectory) and reads windows of it
+  (`sample`), its own loss
   (K-step unroll) and a search over its model; nothing in the Trainer changes. docs/training.md,
   "Algorithms", lists what an implementation must provide.
 
@@ -169,19 +170,21 @@ class Algorithm(abc.ABC):
                     form: Any = ObservationPlanes(),
                     policy_form: Any = DensePolicy()) -> replay.ReplayBuffer:
         """Replay of single positions with the return to the end of the game as target (the
-        fields `loss_fn` reads: observation, policy target, legal mask, mover, returns).
+        fields `loss_fn` reads: observation, policy target, legal mask, mover, returns), and the
+        optional fields `replay_fields` declares.
         `form` says how the network input is kept (`TrainConfig.replay_observations`),
         `policy_form` how the policy target and legal mask are (`TrainConfig.replay_policies`)."""
         form = form.for_env(self.env)
         example = form.example(self.env, jax.tree_util.tree_map(lambda x: x[0], states))
         return replay.init_buffer(num_envs, capacity, example,
                                   states.legal_action_mask.shape[1:], self.env.num_players,
-                                  self.search_record_like(), form, policy_form.for_env(self.env))
+                                  self.replay_fields(), form, policy_form.for_env(self.env))
 
-    def search_record_like(self) -> Any:
-        """One position's `SelfPlayTargets.search_record` (a pytree of unbatched arrays, for
-        shapes and dtypes) that `self_play` returns, or None when it returns none."""
-        return None
+    def replay_fields(self) -> dict[str, Any]:
+        """The optional fields of the position replay (`replay.OPTIONAL_FIELDS`) this algorithm
+        keeps, each as one empty slot holds it (`replay.init_buffer`): what its loss or its
+        records read beyond what every position replay keeps. Default: none."""
+        return {}
 
 
 class AlphaZeroAlgorithm(Algorithm):
@@ -219,11 +222,11 @@ class AlphaZeroAlgorithm(Algorithm):
             policy=result.policy, search_values=result.root_values,
             search_record={"root_wdl": result.root_wdl, "soft_value": result.stats["risk_value"]})
 
-    def search_record_like(self):
+    def replay_fields(self):
         if not self._records_wdl():
-            return None
-        return {"root_wdl": jnp.zeros((3,), jnp.float32),  # [W, D, L] for the mover
-                "soft_value": jnp.zeros((), jnp.float32)}
+            return {}
+        return {"search_record": {"root_wdl": jnp.zeros((3,), jnp.float32),  # [W, D, L], mover
+                                  "soft_value": jnp.zeros((), jnp.float32)}}
 
     def check_risk(self, risk):
         if risk is None:

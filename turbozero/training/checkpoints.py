@@ -39,6 +39,7 @@ import orbax.checkpoint as ocp
 
 from turbozero.training import distributed
 from turbozero.training.metrics import metric_lines
+from turbozero.training.migration import stored_state_shapes
 
 MARKER = "turbozero_run.json"
 # agree_min's stand-in for "no checkpoint": larger than any step, so any real step wins
@@ -445,7 +446,8 @@ class RunDirectory:
             raise ValueError(f"{self.path} holds a run with other network parameter shapes")
         # older markers hold no state shapes: orbax then names the mismatch on restore
         if "state_shapes" in found and "state_shapes" in self.identity:
-            diff = _first_difference(found["state_shapes"], self.identity["state_shapes"])
+            here = self.identity["state_shapes"]
+            diff = _first_difference(stored_state_shapes(found["state_shapes"], here), here)
             if diff:
                 raise ValueError(
                     f"{self.path} holds a loop state of other shapes ({diff}): resume with the "

@@ -64,7 +64,8 @@ def collect(
     max_steps: Optional[int] = None,
 ) -> tuple[CollectorState, replay.ReplayBuffer, CollectStats]:
     """Play `num_steps` moves in every game (lax.scan), writing every position to `buffer`
-    with its policy target, the action played and the search's root values.
+    (`replay.add`: its policy target, and the action played and the search's root values
+    where the algorithm's replay keeps them).
 
     The move played is drawn once, from the search's policy target, by `schedule` (the
     algorithm's `acting`): searches have no temperature, and their recommended action is for
@@ -90,18 +91,11 @@ def collect(
             out = policy_fn(variables, s, k_search, risk_beta=col.risk_beta)
         targets = out if isinstance(out, SelfPlayTargets) else SelfPlayTargets(out, None)
         actions = schedule.act(k_act, targets.policy, s.step_count)
-        buf = replay.add(
-            buf,
-            buf.form.encode(s),
-            targets.policy,
-            s.legal_action_mask,
-            s.current_player,
-            col.return_so_far,
-            col.episode_id,
-            action=actions,
-            search_values=targets.search_values,
-            search_record=targets.search_record,
-        )
+        buf = replay.add(buf, replay.Positions(
+            observation=buf.form.encode(s), policy=targets.policy,
+            legal_action_mask=s.legal_action_mask, current_player=s.current_player,
+            episode_id=col.episode_id, return_before=col.return_so_far, action=actions,
+            search_values=targets.search_values, search_record=targets.search_record))
         # fast path: transition and fresh games without observations, then one observe of the
         # games as they continue (docs/envs.md, observations on demand)
         nxt = jax.vmap(env.transition)(s, actions, jax.random.split(k_step, num_envs))

@@ -26,6 +26,7 @@ from turbozero.search.cpu.selfplay import CPUSelfPlayConfig, cpu_self_play, make
 from turbozero.search.kernel import TreeSearchConfig
 from turbozero.search.roots import PUCTRoot
 from turbozero.search.selection import SpecPUCT
+from turbozero.training import replay
 from turbozero.training.algorithms import AlphaZeroAlgorithm
 from turbozero.training.collector import CollectStats
 
@@ -114,7 +115,8 @@ class CPUAlphaZero(AlphaZeroAlgorithm):
 def write_games(buffer, games, num_players: int):
     """The finished games of `cpu_self_play` into the per-game rings: game g into row
     `g mod num_envs`, its moves at consecutive columns after the ones written before it in
-    this call. Returns (buffer, CollectStats).
+    this call, by the replay's one writer (`replay.add`), which keeps what the algorithm's
+    replay declares. Returns (buffer, CollectStats).
 
     The slots are worked out on the host (one pass over the games), then one jitted scatter
     writes only the new positions into the donated buffer: copying the whole replay to the
@@ -155,14 +157,15 @@ def write_games(buffer, games, num_players: int):
         return np.concatenate([x, np.full((pad,) + x.shape[1:], fill, x.dtype)])
 
     seat_values = mover_to_seats(games.root_value, games.player, num_players).astype(np.float32)
-    record = (None if buffer.search_record is None else
-              {"root_wdl": take(games.root_wdl), "soft_value": take(games.soft_value)})
-    new = _scatter_positions(
-        buffer, take(rows, num_envs), take(cols),
-        jax.tree_util.tree_map(take, games.observation), take(games.policy),
-        take(games.legal_action_mask), take(games.player), take(games.action),
-        take(seat_values), take(written_at), take(returns), take(episode), record,
-        np.int32((ptr + longest) % capacity), np.int32(writes + longest))
+    positions = replay.Positions(
+        observation=jax.tree_util.tree_map(take, games.observation), policy=take(games.policy),
+        legal_action_mask=take(games.legal_action_mask), current_player=take(games.player),
+        episode_id=take(episode), return_before=np.zeros((size, num_players), np.float32),
+        returns=take(returns), action=take(games.action), search_values=take(seat_values),
+        search_record={"root_wdl": take(games.root_wdl), "soft_value": take(games.soft_value)},
+        written_at=take(written_at))
+    new = _scatter_positions(buffer, take(rows, num_envs), take(cols), positions,
+                             np.int32((ptr + longest) % capacity), np.int32(writes + longest))
     stats = CollectStats(episodes_finished=jnp.int32(num_games),
                          outcome_sum=jnp.asarray(outcome_sum),
                          positions=jnp.int32(n))
@@ -170,31 +173,10 @@ def write_games(buffer, games, num_players: int):
 
 
 @functools.partial(jax.jit, donate_argnums=(0,))
-def _scatter_positions(buffer, rows, cols, observation, policy, legal_action_mask, player,
-                       action, search_values, written_at, returns, episode_id, record, ptr,
-                       num_writes):
-    """`buffer` with the positions [M] written at slots (rows, cols) (rows == num_envs: a
-    padding row, dropped); every written slot has its target (the games are finished)."""
-
-    def put(arr, value):
-        return arr.at[rows, cols].set(jnp.asarray(value).astype(arr.dtype), mode="drop")
-
-    ones = jnp.ones(rows.shape, jnp.bool_)
-    return buffer.replace(
-        observation=jax.tree_util.tree_map(put, buffer.observation, observation),
-        policy_target=jax.tree_util.tree_map(
-            put, buffer.policy_target, buffer.policy_form.encode(policy, legal_action_mask)),
-        current_player=put(buffer.current_player, player),
-        action=put(buffer.action, action),
-        search_values=put(buffer.search_values, search_values),
-        written_at=put(buffer.written_at, written_at),
-        return_before=put(buffer.return_before, jnp.zeros_like(returns)),
-        returns=put(buffer.returns, returns),
-        episode_id=put(buffer.episode_id, episode_id),
-        written=put(buffer.written, ones),
-        has_target=put(buffer.has_target, ones),
-        search_record=None if record is None else jax.tree_util.tree_map(
-            put, buffer.search_record, record),
+def _scatter_positions(buffer, rows, cols, positions, ptr, num_writes):
+    """`buffer` with `positions` [M] written at slots (rows, cols) by the replay's writer
+    (rows == num_envs: a padding row, dropped; what the replay does not keep is dropped too);
+    every written slot has its target (the games are finished)."""
+    return replay.add(buffer, positions, rows, cols).replace(
         ptr=jnp.asarray(ptr, buffer.ptr.dtype),
-        num_writes=jnp.asarray(num_writes, buffer.num_writes.dtype),
-    )
+        num_writes=jnp.asarray(num_writes, buffer.num_writes.dtype))

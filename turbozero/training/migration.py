@@ -21,7 +21,12 @@ was explicit). What changed, and how it is read:
 * the `--set` keys of those fields (`search.x` is `algorithm.search.x`, `temperature_schedule.x`
   is `algorithm.acting.x`; README commands use them): `legacy_key`;
 * run directories made before configs were stored: the preset and overrides of their
-  `cli.json` (`config_from_cli_json`).
+  `cli.json` (`config_from_cli_json`);
+* checkpoints whose replay kept the trajectory fields (the action played, the root values per
+  seat, the write counter) in every algorithm's replay, from before issue 44 (item 4) declared
+  them MuZero's alone: the marker's shapes of those leaves are not compared when today's state
+  has none (`stored_state_shapes`), and the restore reads the leaves today's state names
+  (orbax's restore into a target that lacks some stored leaves; tests/data/ttt_run resumes so).
 
 A field renamed in place is the class's own business (`validation.renamed_fields`, read by
 `run_config.from_json`). Nothing else in the library converts an old layout: `TrainConfig` takes
@@ -74,6 +79,15 @@ ACTING_FIELDS = {
 _CPU_ACTING_DEFAULTS = {"temperature": 1.0, "temperature_moves": 30}
 
 _UNSET: Any = object()
+# loop-state leaves an earlier layout stored that today's may leave out: the trajectory fields
+# of the position replay (`replay.trajectory_fields`), kept before issue 44 by every algorithm
+DROPPED_STATE_LEAVES = (".buffer.action", ".buffer.search_values", ".buffer.written_at")
+
+
+def stored_state_shapes(found: dict[str, Any], here: dict[str, Any]) -> dict[str, Any]:
+    """The loop-state shapes a run directory's marker stored (`found`) as today's layout has
+    them: without the leaves of an earlier layout that today's state (`here`) leaves out."""
+    return {k: v for k, v in found.items() if k in here or k not in DROPPED_STATE_LEAVES}
 
 
 def class_name(stored: str) -> str:
@@ -201,6 +215,6 @@ def tuplify(value: Any) -> Any:
     return value
 
 
-__all__ = ["MOVED_CLASSES", "MOVED_MODULES", "algorithm_with", "class_name",
-           "config_from_cli_json", "follow_search", "legacy_key", "stored_fields", "tuplify",
-           "upgrade"]
+__all__ = ["DROPPED_STATE_LEAVES", "MOVED_CLASSES", "MOVED_MODULES", "algorithm_with",
+           "class_name", "config_from_cli_json", "follow_search", "legacy_key", "stored_fields",
+           "stored_state_shapes", "tuplify", "upgrade"]

@@ -4,8 +4,9 @@
 * Search: the `learned` family of `turbozero.search.search` (the tree kernel on
   `LearnedModel`; Gumbel root with sequential halving, mctx's
   interior selection, Q = r + gamma V(s') per player); the policy target is the improved policy.
-* Replay: the library's per-game rings (`turbozero.training.replay`) hold every position with
-  the action played and the search's root values; `sample` reads windows of K + n + 1
+* Replay: the library's per-game rings (`turbozero.training.replay`) hold every position, and
+  MuZero's replay alone keeps the action played, the search's root values and the write
+  counter (`replay_fields`: `replay.trajectory_fields`); `sample` reads windows of K + n + 1
   consecutive positions of one game (`replay.consecutive`) and builds the targets in jit.
 * Targets (`value_targets`): n-step TD vectors in seat order, then rotated to the order of the
   player at each position ((me, next, prev): the spec's `np.roll`); rewards per step; past the
@@ -244,6 +245,10 @@ class MuZeroAlgorithm(Algorithm):
 
     def act(self, variables, states, key):
         return self._search(variables, states, key, self.eval_search_config).action
+
+    def replay_fields(self):
+        """The trajectory (action played, root values, write order): what the windows read."""
+        return replay.trajectory_fields(self.env.num_players)
 
     def sample(self, buffer, key, batch_size):
         return make_batch(buffer, key, batch_size, self.search_config, self.value_format)

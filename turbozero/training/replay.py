@@ -1,4 +1,5 @@
-"""A jittable replay buffer: one ring of `capacity` slots per self-play game.
+"""A jittable replay buffer: one ring of `capacity` slots per self-play game, and the one writer
+every collector calls (`write`; `add` for the position replay).
 
 Layout `[num_envs, capacity, ...]`, so that the buffer can be sharded along the games axis with
 the games themselves. Each slot remembers its episode id and the rewards its player had collected
@@ -6,16 +7,18 @@ before the position; when an episode ends, every slot of it gets its target: the
 that position to the end, per player (for games with rewards only at the end, the outcome).
 Only slots whose episode has ended are sampled.
 
-Each slot also keeps the action played from it, the search's root value per seat and the write
-counter at which it was written, so that an algorithm can read whole stretches of a game: slot
-`(e, t + j)` continues slot `(e, t)` when it has the same episode id and was written `j` writes
-later (`consecutive`). MuZero's unroll and n-step targets are built that way
-(`turbozero.training.muzero`).
+What else a slot keeps is the algorithm's to declare (`Algorithm.replay_fields`, the optional
+fields below, None in a replay that does not keep them): MuZero keeps the action played, the
+search's root value per seat and the write counter (`trajectory_fields`), so that it can read
+whole stretches of a game: slot `(e, t + j)` continues slot `(e, t)` when it has the same
+episode id and was written `j` writes later (`consecutive`); AlphaZero with a WDL head keeps its
+searches' root WDL (`search_record`). A replay written before issue 44 kept the first three in
+every replay; such checkpoints restore without them (turbozero.training.migration).
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Mapping, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -34,9 +37,11 @@ class ReplayBuffer:
     # arrays (`policy_form`; dense: float32 and bool [E, T, *policy]); `policy_targets()` reads
     policy_target: Any
     current_player: jax.Array  # [E, T] int32
-    action: jax.Array  # [E, T, *policy[:-1]] int32 the action played from the position
-    search_values: jax.Array  # [E, T, P] float32 the search's root value per seat (0 if none)
-    written_at: jax.Array  # [E, T] int32 the write counter when the slot was written
+    # the optional fields (OPTIONAL_FIELDS; None unless the algorithm declares them), kept at
+    # their places so that a checkpoint's leaves keep their names and order
+    action: Optional[jax.Array]  # [E, T, *policy[:-1]] int32 the action played from the position
+    search_values: Optional[jax.Array]  # [E, T, P] float32 the search's root value per seat
+    written_at: Optional[jax.Array]  # [E, T] int32 the write counter when the slot was written
     return_before: jax.Array  # [E, T, P] rewards collected before the position
     returns: jax.Array  # [E, T, P] return from the position to the end of its episode
     episode_id: jax.Array  # [E, T] int32
@@ -44,9 +49,9 @@ class ReplayBuffer:
     has_target: jax.Array  # [E, T] bool
     ptr: jax.Array  # int32, next column to write
     num_writes: jax.Array  # int32, columns written so far (the next `written_at`)
-    # what the algorithm keeps of each search beyond the targets (`SelfPlayTargets.
-    # search_record`): a pytree of [E, T, ...] arrays, e.g. the root WDL average and soft value
-    # of a chess search (docs/chess.md, "Stored per move"); None for algorithms that keep nothing
+    # optional too: what the algorithm keeps of each search beyond the targets
+    # (`SelfPlayTargets.search_record`): a pytree of [E, T, ...] arrays, e.g. the root WDL
+    # average and soft value of a chess search (docs/chess.md, "Stored per move")
     search_record: Any = None
     # how `observation` holds the network input (turbozero.training.stored_observations):
     # static, bound to the game; `observations()` reads it back as the network's input
@@ -59,35 +64,55 @@ class ReplayBuffer:
     sampling: Any = struct.field(pytree_node=False, default=UniformSampling())
 
 
+# the fields a replay keeps only when its algorithm declares them (`Algorithm.replay_fields`)
+OPTIONAL_FIELDS = ("action", "search_values", "written_at", "search_record")
+
+
+def trajectory_fields(num_players: int, action_shape: tuple[int, ...] = ()) -> dict[str, Any]:
+    """The optional fields that let an algorithm read a game back in order (`consecutive`), as
+    an empty slot holds them: the action played, the search's root value per seat and the write
+    counter (-1: never written). MuZero's unroll and n-step targets read them."""
+    return {"action": jnp.zeros(action_shape, jnp.int32),
+            "search_values": jnp.zeros((num_players,), jnp.float32),
+            "written_at": jnp.full((), -1, jnp.int32)}
+
+
 def init_buffer(
     num_envs: int,
     capacity: int,
     observation: jax.Array,
     policy_shape: tuple[int, ...],
     num_players: int,
-    search_record: Any = None,
+    fields: Optional[Mapping[str, Any]] = None,
     form: Any = ObservationPlanes(),
     policy_form: Any = DensePolicy(),
 ) -> ReplayBuffer:
     """An empty buffer; `observation` is one unbatched example of what `form` stores (for
-    shapes and dtypes; the observation itself by default), and so is each leaf of
-    `search_record` (None: no record is kept). `policy_form` (bound to the game) says how the
-    policy targets of shape `policy_shape` are kept."""
+    shapes and dtypes; the observation itself by default). `fields` (`Algorithm.replay_fields`):
+    the optional fields (OPTIONAL_FIELDS) it keeps, each as one empty slot holds it (a pytree of
+    unbatched arrays: shape, dtype and value); the others are None. `policy_form` (bound to the
+    game) says how the policy targets of shape `policy_shape` are kept."""
     if capacity < 1:
         raise ValueError(f"replay capacity must be >= 1, got {capacity}")
+    fields = dict(fields or {})
+    unknown = sorted(set(fields) - set(OPTIONAL_FIELDS))
+    if unknown:
+        raise ValueError(f"a replay has no optional field {unknown[0]!r}; the optional fields: "
+                         f"{', '.join(OPTIONAL_FIELDS)}")
     et = (num_envs, capacity)
+
+    def empty(example):
+        return jax.tree_util.tree_map(
+            lambda x: jnp.broadcast_to(jnp.asarray(x), et + jnp.shape(x)), example)
+
     target_like = policy_form.encode(jnp.zeros(tuple(policy_shape), jnp.float32),
                                      jnp.zeros(tuple(policy_shape), jnp.bool_))
     return ReplayBuffer(
         observation=jax.tree_util.tree_map(
             lambda x: jnp.zeros(et + jnp.shape(x), jnp.asarray(x).dtype), observation),
         # an empty slot holds the form's encoding of no legal action (LegalPolicy: NO_ACTION ids)
-        policy_target=jax.tree_util.tree_map(
-            lambda x: jnp.broadcast_to(x, et + x.shape), target_like),
+        policy_target=empty(target_like),
         current_player=jnp.zeros(et, jnp.int32),
-        action=jnp.zeros(et + tuple(policy_shape)[:-1], jnp.int32),
-        search_values=jnp.zeros(et + (num_players,), jnp.float32),
-        written_at=jnp.full(et, -1, jnp.int32),
         return_before=jnp.zeros(et + (num_players,), jnp.float32),
         returns=jnp.zeros(et + (num_players,), jnp.float32),
         episode_id=jnp.full(et, -1, jnp.int32),
@@ -95,58 +120,97 @@ def init_buffer(
         has_target=jnp.zeros(et, jnp.bool_),
         ptr=jnp.zeros((), jnp.int32),
         num_writes=jnp.zeros((), jnp.int32),
-        search_record=jax.tree_util.tree_map(
-            lambda x: jnp.zeros(et + jnp.shape(x), jnp.asarray(x).dtype), search_record),
         form=form,
         policy_form=policy_form,
+        **{name: None if name not in fields else empty(fields[name])
+           for name in OPTIONAL_FIELDS},
     )
 
 
-def add(
-    buffer: ReplayBuffer,
-    observation: jax.Array,
-    policy: jax.Array,
-    legal_action_mask: jax.Array,
-    current_player: jax.Array,
-    return_before: jax.Array,
-    episode_id: jax.Array,
-    action: Optional[jax.Array] = None,
-    search_values: Optional[jax.Array] = None,
-    search_record: Any = None,
-) -> ReplayBuffer:
-    """Write one position per game (leading axis E) into the current column; `observation`
-    is what the buffer's form stores (`buffer.form.encode(states)`; `action` and
-    `search_values` default to zeros). `search_record` must match the buffer's record: both
-    None, or the same pytree with a leading axis E."""
-    col = buffer.ptr
-    if (search_record is None) != (buffer.search_record is None):
-        raise ValueError("the search record must match the replay's: the buffer keeps "
-                         f"{'none' if buffer.search_record is None else 'one'}, the search "
-                         f"gave {'none' if search_record is None else 'one'} "
-                         "(Algorithm.init_replay declares it)")
+def write(buffer: Any, values: Mapping[str, Any], rows: Optional[jax.Array] = None,
+          cols: Optional[jax.Array] = None) -> Any:
+    """The one replay writer: `buffer` (a replay of [E, T, ...] slot fields with `written`, `ptr`
+    and `num_writes`: the position replay, afterstate TD's) with `values[name]` (leading axis M,
+    one entry per slot; a pytree for a pytree field) written into its field `name`.
+
+    rows, cols None: the next column (`ptr`) of every game (M = E), one in-place update per
+    field, and `ptr` and `num_writes` advance by one (the collectors, a move of every game at a
+    time). Else the slots (rows int32[M], cols int32[M]), a row of E (past the last game) a
+    padding entry that is dropped, `ptr` and `num_writes` left for the caller to set (the C++
+    path, whole games at once). A field the buffer does not keep is a ValueError."""
+    for name, value in values.items():
+        field = getattr(buffer, name, None)
+        if field is None:
+            raise ValueError(f"the replay keeps no {name!r} (its algorithm's replay_fields "
+                             "declares what it keeps)")
+        if jax.tree_util.tree_structure(field) != jax.tree_util.tree_structure(value):
+            raise ValueError(f"replay field {name!r}: the value written is "
+                             f"{jax.tree_util.tree_structure(value)}, the replay keeps "
+                             f"{jax.tree_util.tree_structure(field)}")
 
     def put(arr, value):
-        return jax.lax.dynamic_update_index_in_dim(arr, value.astype(arr.dtype), col, axis=1)
+        value = jnp.asarray(value).astype(arr.dtype)
+        if rows is None:
+            return jax.lax.dynamic_update_index_in_dim(arr, value, buffer.ptr, axis=1)
+        return arr.at[rows, cols].set(value, mode="drop")
 
-    return buffer.replace(
-        observation=jax.tree_util.tree_map(put, buffer.observation, observation),
-        policy_target=jax.tree_util.tree_map(
-            put, buffer.policy_target, buffer.policy_form.encode(policy, legal_action_mask)),
-        current_player=put(buffer.current_player, current_player),
-        action=put(buffer.action, jnp.zeros(buffer.action.shape[:1] + buffer.action.shape[2:],
-                                             jnp.int32) if action is None else action),
-        search_values=put(buffer.search_values, jnp.zeros_like(return_before)
-                          if search_values is None else search_values),
-        written_at=put(buffer.written_at, jnp.full_like(episode_id, buffer.num_writes)),
-        return_before=put(buffer.return_before, return_before),
-        returns=put(buffer.returns, jnp.zeros_like(return_before)),
-        episode_id=put(buffer.episode_id, episode_id),
-        written=put(buffer.written, jnp.ones_like(episode_id, jnp.bool_)),
-        has_target=put(buffer.has_target, jnp.zeros_like(episode_id, jnp.bool_)),
-        ptr=(col + 1) % buffer.episode_id.shape[1],
-        num_writes=buffer.num_writes + 1,
-        search_record=jax.tree_util.tree_map(put, buffer.search_record, search_record),
-    )
+    new = {name: jax.tree_util.tree_map(put, getattr(buffer, name), value)
+           for name, value in values.items()}
+    if rows is None:
+        new.update(ptr=(buffer.ptr + 1) % buffer.written.shape[1],
+                   num_writes=buffer.num_writes + 1)
+    return buffer.replace(**new)
+
+
+class Positions(NamedTuple):
+    """Positions a collector hands the position replay (`add`), leading axis M. What the
+    replay does not keep is not written; what it keeps must be given (`written_at` aside)."""
+
+    observation: Any  # what the buffer's form stores (`buffer.form.encode(states)`)
+    policy: jax.Array  # float32[M, *policy] the policy target
+    legal_action_mask: jax.Array  # bool[M, *policy]
+    current_player: jax.Array  # int32[M]
+    episode_id: jax.Array  # int32[M]
+    return_before: jax.Array  # float32[M, P] rewards collected before the position
+    # float32[M, P] the return to the end, for games already over (the slot has its target);
+    # None: set when the game ends (`finish_episodes`)
+    returns: Optional[jax.Array] = None
+    action: Optional[jax.Array] = None  # the action played from it
+    search_values: Optional[jax.Array] = None  # float32[M, P] the search's root value per seat
+    search_record: Any = None  # `SelfPlayTargets.search_record`
+    written_at: Optional[jax.Array] = None  # int32[M]; None: the buffer's write counter
+
+
+def add(buffer: ReplayBuffer, positions: Positions, rows: Optional[jax.Array] = None,
+        cols: Optional[jax.Array] = None) -> ReplayBuffer:
+    """`positions` written into the position replay by `write` (rows, cols None: the next
+    column of every game): the fields every position replay keeps, and the optional ones the
+    buffer keeps (a ValueError naming one the positions lack)."""
+    p = positions
+    m = p.episode_id.shape[0]
+    finished = p.returns is not None
+    values = {
+        "observation": p.observation,
+        "policy_target": buffer.policy_form.encode(p.policy, p.legal_action_mask),
+        "current_player": p.current_player,
+        "return_before": p.return_before,
+        "returns": p.returns if finished else jnp.zeros_like(p.return_before),
+        "episode_id": p.episode_id,
+        "written": jnp.ones((m,), jnp.bool_),
+        "has_target": jnp.full((m,), finished, jnp.bool_),
+    }
+    written_at = (jnp.full((m,), buffer.num_writes, jnp.int32) if p.written_at is None
+                  else p.written_at)
+    given = {"action": p.action, "search_values": p.search_values,
+             "search_record": p.search_record, "written_at": written_at}
+    for name, value in given.items():
+        if getattr(buffer, name) is None:
+            continue  # not declared by the algorithm: not kept
+        if value is None:
+            raise ValueError(f"the replay keeps {name!r} (declared by the algorithm's "
+                             f"replay_fields), and the self-play gave none")
+        values[name] = value
+    return write(buffer, values, rows, cols)
 
 
 def finish_episodes(
@@ -217,7 +281,10 @@ def consecutive(buffer: ReplayBuffer, env_index: jax.Array, column: jax.Array,
     env_index, column: int32[B]. Returns (columns int32[B, length] = column + 0..length-1 modulo
     the capacity, valid bool[B, length]): entry j is valid when that slot holds the position
     j moves after the first one, in the same episode (not a later episode of the game, not an
-    older lap of the ring)."""
+    older lap of the ring). The replay must keep the write counter (`trajectory_fields`)."""
+    if buffer.written_at is None:
+        raise ValueError("replay.consecutive reads the write counter, which this replay does "
+                         "not keep: declare replay.trajectory_fields in Algorithm.replay_fields")
     capacity = buffer.episode_id.shape[1]
     offsets = jnp.arange(length, dtype=jnp.int32)
     cols = (column[:, None] + offsets[None]) % capacity  # [B, length]

@@ -33,6 +33,7 @@ from turbozero.search.afterstate import (AfterstatePlayerConfig, AfterstateValue
                                          choose_afterstates)
 from turbozero.search.api import NetworkEvaluator, search
 from turbozero.training import collector as collector_lib
+from turbozero.training import replay
 from turbozero.training.algorithms import Algorithm
 from turbozero.training.loss_fns import apply_in_training, total_loss
 
@@ -201,15 +202,9 @@ class AfterstateTD(Algorithm):
             k_move, k_roll, k_reset = jax.random.split(k, 3)
             s = col.env_state
             after, outcome, finished = self._choose(variables, s, k_move)
-            col_i = buf.ptr
-            buf = buf.replace(
-                observation=buf.observation.at[:, col_i].set(after.observation),
-                outcome=buf.outcome.at[:, col_i].set(outcome),
-                finished=buf.finished.at[:, col_i].set(finished),
-                written=buf.written.at[:, col_i].set(True),
-                ptr=(buf.ptr + 1) % buf.written.shape[1],
-                num_writes=buf.num_writes + 1,
-            )
+            buf = replay.write(buf, {"observation": after.observation, "outcome": outcome,
+                                     "finished": finished,
+                                     "written": jnp.ones_like(finished)})
             ret = col.return_so_far + after.rewards
             rolled = jax.vmap(env.sample_chance)(after, jax.random.split(k_roll, num_envs))
             fresh = jax.vmap(env.init)(jax.random.split(k_reset, num_envs))

@@ -35,7 +35,7 @@ class SelfPlayTargets(NamedTuple):
     policy: jax.Array  # float32[B, A] (or [B, P, A] per player) policy target
     search_values: jax.Array  # float32[B, P] the search's root value per seat
     # per-position facts of the search kept in the replay as they are (`ReplayBuffer.
-    # search_record`, declared by `Algorithm.init_replay`), e.g. the root WDL; None: nothing
+    # search_record`, declared by `Algorithm.replay_fields`), e.g. the root WDL; None: nothing
     search_record: Any = None
 
 
