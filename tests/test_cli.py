@@ -58,7 +58,7 @@ def test_set_parses_each_field_type():
     assert new["eval_opponents"] == ("greedy",)
     # dicts merge into the preset's instead of replacing it
     assert new["network"] == {"hidden_sizes": (64, 64), "extra": 1}
-    # env_config holds the env's options (backgammon takes none): chess's ply cap
+    # env_config holds the env's options (backgammon: features=): chess's ply cap
     chess = get_preset("chess", "tiny")
     assert parse_overrides(chess, ["env_config.max_plies=50"])["env_config"] == (
         ("max_plies", 50),)

@@ -25,12 +25,13 @@ import numpy as np
 from flax import struct
 
 from envs.backgammon import afterstates as afterstates_lib
+from envs.backgammon import features as features_lib
 from envs.backgammon import notation, rules
 from envs.afterstates import Afterstates
 from envs.backgammon import render as render_lib
 from envs.core import Array, Env, PRNGKey, State, require_unbatched
 
-OBS_SIZE = 24 * 4 * 2 + 4 + 6 + 1
+OBS_SIZE = features_lib.ENCODINGS["raw"].size  # the default encoding's units
 
 
 @struct.dataclass
@@ -52,34 +53,15 @@ class BackgammonState(State):
         return render_svg(self)
 
 
-def _observe_board(board: Array, remaining: Array, is_chance: Array) -> Array:
-    """float32[203]: per point 4 TD-Gammon style units for each side, bars, borne off, the
-    dice left and the chance flag (all from the side of `board`)."""
-    pts = board[:24]
-    mine = jnp.maximum(pts, 0).astype(jnp.float32)
-    theirs = jnp.maximum(-pts, 0).astype(jnp.float32)
-
-    def units(n):
-        return jnp.stack(
-            [n >= 1, n >= 2, n >= 3, jnp.maximum(n - 3.0, 0.0) / 2.0], axis=-1
-        ).astype(jnp.float32).reshape(-1)
-
-    extra = jnp.stack(
-        [
-            board[rules.BAR] / 2.0,
-            -board[rules.OPP_BAR] / 2.0,
-            board[rules.OFF] / 15.0,
-            -board[rules.OPP_OFF] / 15.0,
-        ]
-    ).astype(jnp.float32)
-    return jnp.concatenate(
-        [units(mine), units(theirs), extra, remaining.astype(jnp.float32) / 4.0,
-         is_chance.astype(jnp.float32)[None]]
-    )
+# today's raw encoding (`features.raw`), under the name other modules import
+_observe_board = features_lib.raw
 
 
 class Backgammon(Env):
-    """Standard backgammon (money game scoring, no cube) as micro-actions with chance nodes."""
+    """Standard backgammon (money game scoring, no cube) as micro-actions with chance nodes.
+
+    features: the observation's encoding by name (`envs.backgammon.features`): "raw" (the
+    default, 203 units) or "gnubg-lite" (the raw units and 15 hand-made ones)."""
 
     id = "backgammon"
     num_players = 2
@@ -92,7 +74,9 @@ class Backgammon(Env):
     # playouts in tests/envs/test_conformance.py.
     max_legal_actions = 30
 
-    def __init__(self) -> None:
+    def __init__(self, features: str = "raw") -> None:
+        self.features = features
+        self._encoding = features_lib.encoding(features)  # ValueError naming the choices
         self._roll_probs = jnp.asarray(rules.ROLL_PROBS)
         self._rolls = jnp.asarray(rules.ROLLS)
 
@@ -112,7 +96,7 @@ class Backgammon(Env):
         mask = rules.full_mask(rules.roll_mask(board, remaining))
         return BackgammonState(
             current_player=jnp.asarray(player, jnp.int32),
-            observation=jnp.zeros(OBS_SIZE, jnp.float32),
+            observation=jnp.zeros(self._encoding.size, jnp.float32),
             rewards=jnp.zeros(2, jnp.float32),
             terminated=jnp.asarray(False),
             truncated=jnp.asarray(False),
@@ -126,7 +110,7 @@ class Backgammon(Env):
 
     def _observe(self, state: BackgammonState, player_id: Array) -> Array:
         board = jnp.where(player_id == state.current_player, state.board, rules.flip(state.board))
-        return _observe_board(board, state.remaining, state.is_chance)
+        return self._encoding.encode(board, state.remaining, state.is_chance)
 
     def _apply_decision(self, state: BackgammonState, action: Array) -> BackgammonState:
         """Play a (legal) micro-action on a live decision state; a chance state is returned

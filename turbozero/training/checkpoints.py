@@ -282,6 +282,24 @@ def restore_intact(manager: ocp.CheckpointManager, directory: str, like: Any,
     return None, None, damaged
 
 
+def check_network_shapes(run_path: str, params: Any) -> None:
+    """A one-line ValueError when the run's stored network parameter shapes (its marker) are
+    not those of `params`, the network this config builds: e.g. an observation encoding
+    (env_config) of another width than the run's, which orbax would report as every step
+    damaged. Markers without shapes are not checked."""
+    try:
+        found = read_marker(run_path).get("param_shapes")
+    except (OSError, ValueError):
+        return  # no readable marker: the restore names what is wrong
+    if found is None:
+        return
+    diff = _first_difference(found, _shapes(params))
+    if diff:
+        raise ValueError(f"{run_path} holds a network of other shapes than this config builds "
+                         f"({diff}): use the run's own env_config (its observation encoding, "
+                         "hence the network's input width) and network")
+
+
 def load_checkpoint(run_path: str, like: Any, restore: Any = None) -> tuple[Any, int]:
     """Restore the newest intact checkpoint of a run directory, reading only (for
     `turbozero eval`): damaged steps are warned about and left where they are. `restore`
@@ -290,6 +308,7 @@ def load_checkpoint(run_path: str, like: Any, restore: Any = None) -> tuple[Any,
     directory = os.path.join(os.path.abspath(run_path), "checkpoints")  # orbax wants absolute
     if not os.path.isdir(directory):
         raise ValueError(f"no checkpoint in {run_path}")
+    check_network_shapes(run_path, like.train_state.params)
     manager = _manager(directory, write=False)
     try:
         state, step, damaged = restore_intact(manager, directory, like,
@@ -443,7 +462,10 @@ class RunDirectory:
                     f"not {self.identity.get(field)!r}"
                 )
         if found.get("param_shapes") != self.identity["param_shapes"]:
-            raise ValueError(f"{self.path} holds a run with other network parameter shapes")
+            diff = _first_difference(found.get("param_shapes") or {},
+                                     self.identity["param_shapes"])
+            raise ValueError(f"{self.path} holds a run with other network parameter shapes "
+                             f"({diff}): resume with the run's env_config and network")
         # older markers hold no state shapes: orbax then names the mismatch on restore
         if "state_shapes" in found and "state_shapes" in self.identity:
             here = self.identity["state_shapes"]

@@ -7,22 +7,34 @@ probability `exploration`. The network learns the value of afterstates (the posi
 complete move, the opponent to roll), seen from the player to roll there, as the value format's
 outcome distribution (`expected_outcome`: e.g. joint outcome probabilities).
 
-Targets (the forward view of TD(lambda), computed from the values stored when each move was
-chosen): for a game's afterstates a_1, a_2, ... with estimates V_t (each for the player to roll
-at a_t, who moves next),
+Targets (the forward view of TD(lambda), computed from the estimates stored when each move was
+chosen): for a game's afterstates a_1, a_2, ... each has a one-step target Y_t for the player
+to roll at a_t (who moves next), and
 
-    G_t = flip( (1 - lambda) V_{t+1} + lambda G_{t+1} )
-    G_t = flip( outcome )            when a_{t+1} ends the game (exact, the spec's targets)
-    G_t = flip( V_{t+1} )            when a_{t+1} is the newest afterstate of a game going on
+    G_t = (1 - lambda) Y_t + lambda flip( G_{t+1} )
+    G_t = Y_t                        when a_{t+1} has no return of its own (it ended the game,
+                                     or it is the newest afterstate, or not yet played)
 
-`lambda = 0` is one-step TD, `lambda = 1` the game's outcome (Monte Carlo). The loss is the
-value format's `outcome_loss` (e.g. a masked BCE with soft targets). The policy head is not
-trained. docs/training.md, "Afterstate TD learning", has the choices and their measurements.
+The one-step target is the config's `target` object:
+
+* `SampledTargets()` (TD-Gammon's): the next afterstate played, Y_t = flip(V_{t+1}), its value
+  V_{t+1} stored when it was chosen (the exact outcome when it ended the game). The chance
+  outcome that came is one sample, so the target carries its noise.
+* `ExpectedTargets()`: the expectation over the chance outcomes after a_t, Y_t =
+  sum_o p(o) flip(V(best 0-ply move after o)), worked out when a_t is chosen (the exact
+  outcome where a move ends the game). No chance noise; one complete-move listing per chance
+  outcome per move played.
+
+`lambda = 0` is one-step TD, `lambda = 1` (sampled) the game's outcome (Monte Carlo). The loss
+is the value format's `outcome_loss` (e.g. a masked BCE with soft targets). The policy head is
+not trained. docs/training.md, "Afterstate TD learning", has the choices and their
+measurements.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -39,15 +51,51 @@ from turbozero.training.loss_fns import apply_in_training, total_loss
 
 
 @dataclasses.dataclass(frozen=True)
+class SampledTargets:
+    """One-step targets from play: the next afterstate played, its value stored when it was
+    chosen (module docstring). Costs nothing beyond self-play."""
+
+    looks_ahead: ClassVar[bool] = False  # the replay's `outcome` holds each move's own value
+
+    def one_step(self, outcome, finished, written, flip):
+        """(Y float32[T, R], defined bool[T]) for one game row, oldest move first."""
+        del finished
+        t_len = outcome.shape[0]
+        t = jnp.arange(t_len)
+        nxt = jnp.minimum(t + 1, t_len - 1)
+        return flip(outcome[nxt]), (t + 1 < t_len) & written[nxt]
+
+
+@dataclasses.dataclass(frozen=True)
+class ExpectedTargets:
+    """One-step targets that average over the chance outcomes after each afterstate: for each
+    outcome the best complete move at 0 ply (the self-play player's M and exact values), its
+    value for the player who made it, weighted by the outcome's probability (module
+    docstring). Worked out when the move is played, by the network of that iteration."""
+
+    looks_ahead: ClassVar[bool] = True  # the replay's `outcome` holds each move's expectation
+
+    def one_step(self, outcome, finished, written, flip):
+        del finished, written, flip
+        return outcome, jnp.ones(outcome.shape[:1], jnp.bool_)
+
+
+TD_TARGETS = (SampledTargets, ExpectedTargets)
+
+
+@dataclasses.dataclass(frozen=True)
 class TDConfig:
     """Self-play settings of afterstate TD learning (`TrainConfig.search`; module docstring).
 
     player: the complete-move player of self-play (0-ply by default). td_lambda: the lambda of
-    the targets, in [0, 1]. exploration: probability of a uniformly random complete move."""
+    the targets, in [0, 1]. exploration: probability of a uniformly random complete move.
+    target: the one-step targets, `SampledTargets()` (the move that came next) or
+    `ExpectedTargets()` (the average over the chance outcomes)."""
 
     player: AfterstatePlayerConfig = AfterstatePlayerConfig()
     td_lambda: float = 0.7
     exploration: float = 0.02
+    target: Any = SampledTargets()
 
     def for_evaluation(self) -> "TDConfig":
         """The same config: TD's evaluation plays its player's best move (`AfterstateTD.act`,
@@ -57,6 +105,9 @@ class TDConfig:
     def __post_init__(self) -> None:
         if not isinstance(self.player, AfterstatePlayerConfig):
             raise ValueError(f"player must be an AfterstatePlayerConfig, got {self.player!r}")
+        if not isinstance(self.target, TD_TARGETS):
+            raise ValueError("target must be SampledTargets() or ExpectedTargets() "
+                             f"(turbozero.training.td), got {self.target!r}")
         for name in ("td_lambda", "exploration"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
@@ -68,7 +119,9 @@ class TDReplay:
     """One row per game, one column per move, in the order played (ring of T columns)."""
 
     observation: jax.Array  # float32[E, T, *obs] the afterstate, from the player to roll
-    outcome: jax.Array  # float32[E, T, R] its estimate then (exact when the game ended there)
+    # float32[E, T, R] for the player to roll: the afterstate's value when chosen (its
+    # expectation over the chance outcomes with ExpectedTargets; exact when the game ended)
+    outcome: jax.Array
     finished: jax.Array  # bool[E, T] the move ended the game
     written: jax.Array  # bool[E, T]
     target: jax.Array  # float32[E, T, R] lambda-return target (where has_target)
@@ -83,22 +136,24 @@ class TDExperience(struct.PyTreeNode):
 
 
 def lambda_targets(outcome: jax.Array, finished: jax.Array, written: jax.Array,
-                   flip, td_lambda: float) -> tuple[jax.Array, jax.Array]:
+                   flip, td_lambda: float, target: Any = SampledTargets()
+                   ) -> tuple[jax.Array, jax.Array]:
     """(target float32[T, R], has_target bool[T]) for one game row, oldest move first.
 
-    `outcome[t]`: move t's estimate for the player to roll after it (exact if `finished[t]`);
-    `flip` turns a distribution to the other player's view. A move has a target when it is
-    written, did not end the game and the next move is written (the newest has none)."""
+    `outcome[t]`: move t's estimate for the player to roll after it (exact if `finished[t]`;
+    with `ExpectedTargets` its expectation over the chance outcomes); `flip` turns a
+    distribution to the other player's view. A move has a target when it is written, did not
+    end the game and its one-step target is defined (`target.one_step`: with sampled targets
+    the next move is written, so the newest has none)."""
+    outcome, finished, written = (jnp.asarray(x) for x in (outcome, finished, written))
     t_len = outcome.shape[0]
+    y, y_ok = target.one_step(outcome, finished, written, flip)
 
     def back(carry, t):
         g_next, ok_next = carry  # G_{t+1} and whether it is defined
-        nxt = jnp.minimum(t + 1, t_len - 1)
-        v_next = outcome[nxt]
-        # the next move ended the game, or has no return of its own: its value alone
-        alone = finished[nxt] | ~ok_next
-        g = flip(jnp.where(alone, v_next, (1.0 - td_lambda) * v_next + td_lambda * g_next))
-        ok = written[t] & ~finished[t] & (t + 1 < t_len) & written[nxt]
+        # the next move has no return of its own (ended the game, newest, unplayed): Y alone
+        g = jnp.where(ok_next, (1.0 - td_lambda) * y[t] + td_lambda * flip(g_next), y[t])
+        ok = written[t] & ~finished[t] & y_ok[t]
         return (g, ok), (g, ok)
 
     init = (jnp.zeros_like(outcome[0]), jnp.asarray(False))
@@ -181,13 +236,50 @@ class AfterstateTD(Algorithm):
         explore = jax.random.uniform(k_explore, (e,)) < cfg.exploration
         pick = jnp.where(explore, random_pick, best)
         chosen = jax.tree_util.tree_map(lambda x: x[jnp.arange(e), pick], moves.states)
-        valuer = AfterstateValuer(self.env, self.evaluator, variables, cfg.player)
-        joint = self.value_format.expected_outcome(valuer.value_out(chosen))  # for the roller
-        finished = chosen.terminated | chosen.truncated
-        reward = jnp.take_along_axis(chosen.rewards, states.current_player[:, None], axis=1)[:, 0]
-        # a finished game is its exact outcome, seen by the player "to roll" there: the loser
-        exact = self.value_format.outcome_of(-reward)
-        return chosen, jnp.where(finished[:, None], exact, joint), finished
+        # the player to roll after the move: the loser where it ended the game, whose view
+        # of it is the exact outcome stored
+        roller = 1 - states.current_player
+        if cfg.target.looks_ahead:
+            joint = self._expectation(variables, chosen, roller)
+        else:
+            joint = self._outcome_for(variables, chosen, roller)
+        return chosen, joint, chosen.terminated | chosen.truncated
+
+    def _outcome_for(self, variables, after: State, player: jax.Array) -> jax.Array:
+        """float32[E, R]: the outcome distribution of afterstates [E] for `player` int32[E]:
+        the network's (or the exact evaluator's) for the player to roll there, flipped for the
+        other; a finished game's exact outcome."""
+        valuer = AfterstateValuer(self.env, self.evaluator, variables, self.search_config.player)
+        fmt = self.value_format
+        joint = fmt.expected_outcome(valuer.value_out(after))  # for the player to roll there
+        joint = jnp.where((after.current_player == player)[:, None], joint,
+                          fmt.flip_outcome(joint))
+        reward = jnp.take_along_axis(after.rewards, player[:, None], axis=1)[:, 0]
+        finished = after.terminated | after.truncated
+        return jnp.where(finished[:, None], fmt.outcome_of(reward), joint)
+
+    def _expectation(self, variables, after: State, roller: jax.Array) -> jax.Array:
+        """float32[E, R]: for `roller` (int32[E], the player to roll at each afterstate [E]),
+        the outcome distribution averaged over the chance outcomes (`env.chance_outcome_probs`)
+        of the best 0-ply complete move after each (ExpectedTargets); a finished game's exact
+        outcome. The outcomes go one after another (`lax.map`): each lists the complete moves
+        of the whole batch, the shapes of self-play's own choice."""
+        env = self.env
+        player = dataclasses.replace(self.search_config.player, plies=0)
+
+        def one_outcome(o):
+            rolled = jax.vmap(env.step_chance, in_axes=(0, None))(after, o)
+            moves, best, _ = choose_afterstates(env, self.evaluator, variables, rolled, player)
+            e = best.shape[0]
+            reply = jax.tree_util.tree_map(lambda x: x[jnp.arange(e), best], moves.states)
+            return self._outcome_for(variables, reply, roller)  # [E, R]
+
+        joints = jax.lax.map(one_outcome, jnp.arange(env.num_chance_outcomes))  # [C, E, R]
+        probs = jax.vmap(env.chance_outcome_probs)(after)  # [E, C]
+        expected = jnp.einsum("ec,cer->er", probs, joints)
+        reward = jnp.take_along_axis(after.rewards, roller[:, None], axis=1)[:, 0]
+        finished = (after.terminated | after.truncated)[:, None]
+        return jnp.where(finished, self.value_format.outcome_of(reward), expected)
 
     def collect_games(self, env, policy_fn, variables, collector, buffer: TDReplay, key,
                       num_steps, schedule=None, risk=None, iteration=0, truncated_games=None,
@@ -237,7 +329,8 @@ class AfterstateTD(Algorithm):
         def row(outcome, finished, written):
             g, ok = lambda_targets(outcome[order], finished[order], written[order],
                                    self.value_format.flip_outcome,
-                                   float(self.search_config.td_lambda))
+                                   float(self.search_config.td_lambda),
+                                   self.search_config.target)
             inv = jnp.zeros(t_len, jnp.int32).at[order].set(jnp.arange(t_len))
             return g[inv], ok[inv]
 
@@ -262,4 +355,5 @@ class AfterstateTD(Algorithm):
 
 
 
-__all__ = ["AfterstateTD", "TDConfig", "TDExperience", "TDReplay", "lambda_targets"]
+__all__ = ["AfterstateTD", "ExpectedTargets", "SampledTargets", "TDConfig", "TDExperience",
+           "TDReplay", "lambda_targets"]
