@@ -44,3 +44,20 @@ def test_more_work_in_the_loop_shows_as_more_kernels():
 def test_text_without_an_entry_is_refused():
     with pytest.raises(ValueError, match="ENTRY"):
         loop_profile("HloModule nothing\n")
+
+
+def test_the_loop_body_kernels_are_told_by_the_library_function_that_made_them():
+    from benchmarks.tools.hlo_loops import kernels_by_source
+    from turbozero.search.tree import pack_actions
+
+    def f(keep):
+        def body(i, acc):
+            ids = pack_actions(keep ^ (acc[:, :1] > i), 3)  # depends on the carry: stays inside
+            return acc + ids.sum(-1, keepdims=True)
+
+        return jax.lax.fori_loop(0, 4, body, jnp.zeros((2, 1), jnp.int32))
+
+    keep = jnp.array([[True, False, True, True, False], [False, True, False, True, True]])
+    counts = kernels_by_source(jax.jit(f).lower(keep).compile().as_text())
+    assert counts.get("turbozero/search/tree.py:pack_actions", 0) >= 1, counts
+    assert sum(counts.values()) == _profile(f, keep)["loop_kernels"]

@@ -35,6 +35,8 @@ class Loop(NamedTuple):
     kernels: int  # kernels of one trip: its condition and body (nested loops not included)
     trip_count: Optional[int]  # XLA's known trip count; None: the data decide (a host round trip)
     nested: tuple  # the loops its body runs (Loop each)
+    body: str = ""  # the names of its body and condition computations
+    condition: str = ""
 
     @property
     def total_kernels(self) -> int:
@@ -111,7 +113,7 @@ def _count(comps: dict, name: str) -> tuple[int, list[Loop]]:
             kb, lb = _count(comps, body)
             kc, lc = _count(comps, cond)
             loops.append(Loop(_INSTR.match(line).group(1), kb + kc, _trip_count(line),
-                              tuple(lb + lc)))
+                              tuple(lb + lc), body, cond))
         elif op == "call":
             k, lp = _count(comps, _attr(line, "to_apply")[0])
             kernels, loops = kernels + k, loops + lp
@@ -141,17 +143,8 @@ def _expand(loop: Loop) -> tuple[int, list[int]]:
     return kernels, data
 
 
-def loop_profile(hlo_text: str) -> dict:
-    """The main loop of a compiled function (the `while` with the most kernels, nested loops
-    counted once) and what one trip of it launches:
-
-    `loop_kernels`: kernels of one trip, loops of known trip count inside it counted as many
-    times as they run; `data_loops`: the kernels per trip of each loop inside it whose trips
-    the data decide (each of those trips is a host round trip on a GPU), expanded the same way;
-    `trip_count`: the main loop's own known trip count; `outside_kernels`: kernels of the entry
-    computation outside every loop. A search's kernels per simulation are then about
-    `loop_kernels + trips * mean(data_loops)`."""
-    comps = _computations(hlo_text)
+def _main_loop(comps: dict, hlo_text: str) -> tuple[int, Optional[Loop]]:
+    """(kernels outside every loop, the loop with the most kernels or None)."""
     entry = next((m.group(1) for m in (_HEADER.match(line) for line in hlo_text.splitlines()
                                        if line.startswith("ENTRY ")) if m), None)
     if entry is None:
@@ -165,10 +158,84 @@ def loop_profile(hlo_text: str) -> dict:
             walk(lp.nested)
 
     walk(loops)
-    if not every:
+    return outside, (max(every, key=lambda lp: lp.total_kernels) if every else None)
+
+
+def _numbered(lines: list[str], title: str) -> dict[int, str]:
+    """The `N text` lines of the HLO text's table `title` (FileNames, StackFrames, ...)."""
+    if title not in lines:
+        return {}
+    out = {}
+    for line in lines[lines.index(title) + 1:]:
+        m = re.match(r"^(\d+) (.*)$", line)
+        if not m:
+            break
+        out[int(m.group(1))] = m.group(2)
+    return out
+
+
+def kernels_by_source(hlo_text: str) -> dict[str, int]:
+    """The kernels of one trip of the main loop (`loop_profile`'s loop: its body and condition,
+    its nested loops not included), counted by the innermost function of the source that made each:
+    `file:function` for the first frame of its stack whose path holds one of the library's
+    package folders (`turbozero/`, `envs/`, `equity/`), else "?" (XLA's own, or no stack
+    recorded). Where a search's loop body spends its kernels, without a GPU: docs/benchmarks.md,
+    "Per-node statistics packed in one table"."""
+    lines = hlo_text.splitlines()
+    files = {k: v.strip('"') for k, v in _numbered(lines, "FileNames").items()}
+    funcs = {k: v.strip('"') for k, v in _numbered(lines, "FunctionNames").items()}
+    locs = {}
+    for k, v in _numbered(lines, "FileLocations").items():
+        d = dict(re.findall(r"(\w+)=(\d+)", v))
+        locs[k] = (int(d["file_name_id"]), int(d["function_name_id"]))
+    frames = {}
+    for k, v in _numbered(lines, "StackFrames").items():
+        d = dict(re.findall(r"(\w+)=(\d+)", v))
+        frames[k] = (int(d["file_location_id"]), int(d.get("parent_frame_id", 0)))
+    packages = ("/turbozero/", "/envs/", "/equity/")
+
+    def source(frame: int) -> str:
+        seen = set()
+        while frame in frames and frame not in seen:
+            seen.add(frame)
+            loc, parent = frames[frame]
+            f, fn = locs.get(loc, (0, 0))
+            path = files.get(f, "")
+            if "site-packages" not in path:
+                for pkg in packages:
+                    if pkg in path:
+                        return f"{pkg.strip('/')}/{path.split(pkg, 1)[1]}:{funcs.get(fn, '?')}"
+            frame = parent
+        return "?"
+
+    comps = _computations(hlo_text)
+    _, main = _main_loop(comps, hlo_text)
+    counts: dict[str, int] = {}
+    for line in (comps.get(main.body, []) + comps.get(main.condition, [])) if main else []:
+        op = _opcode(line)
+        if op is None or op in NO_KERNEL:
+            continue
+        m = re.search(r"stack_frame_id=(\d+)", line)
+        key = source(int(m.group(1))) if m else "?"
+        counts[key] = counts.get(key, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
+def loop_profile(hlo_text: str) -> dict:
+    """The main loop of a compiled function (the `while` with the most kernels, nested loops
+    counted once) and what one trip of it launches:
+
+    `loop_kernels`: kernels of one trip, loops of known trip count inside it counted as many
+    times as they run; `data_loops`: the kernels per trip of each loop inside it whose trips
+    the data decide (each of those trips is a host round trip on a GPU), expanded the same way;
+    `trip_count`: the main loop's own known trip count; `outside_kernels`: kernels of the entry
+    computation outside every loop. A search's kernels per simulation are then about
+    `loop_kernels + trips * mean(data_loops)`."""
+    comps = _computations(hlo_text)
+    outside, main = _main_loop(comps, hlo_text)
+    if main is None:
         return {"loop_kernels": 0, "data_loops": [], "trip_count": None,
                 "outside_kernels": outside}
-    main = max(every, key=lambda lp: lp.total_kernels)
     kernels, data = _expand(main)
     return {"loop_kernels": kernels, "data_loops": data, "trip_count": main.trip_count,
             "outside_kernels": outside}
