@@ -208,11 +208,14 @@ def level_moves(board: Array, remaining: Array, live: Array,
 
 
 # ---------------------------------------------------------------- two dice or fewer left
-# Cells of a move key: points 0..23, then these.
+# Cells of a move key, dense: points 0..23, then these.
+BAR_CELL = 24  # the bar (a source)
 OFF_CELL = 24  # borne off (a destination)
-BAR_CELL = 25  # the bar (a source)
-NONE_CELL = 31  # an empty field of a key
-INVALID_KEY = np.uint32(0xFFFFFFFF)  # sorts after every real key (real keys use 30 bits)
+NONE_CELL = 25  # an empty field of a key
+NO_HIT = 24  # the third field: no checker hit on the way
+PAIRS = 26 * 27 // 2  # sorted pairs (a <= b) of cells 0..25
+CAND_BITS = 9  # the candidate's index, below its key: 2 * 15 * 15 + 2 * 15 = 480 < 512
+INVALID_KEY = np.uint32(0xFFFFFFFF)  # sorts after every real key (real keys use 31 bits)
 
 
 def _src_cell(row: Array) -> Array:
@@ -226,22 +229,18 @@ def _dest_cell(row: Array, die: Array) -> Array:
     return jnp.where(dest < 0, OFF_CELL, dest)
 
 
-def _hit_cell(board: Array, cell: Array) -> Array:
-    """`cell` where landing there hits an opponent blot of `board`, else NONE_CELL."""
-    blot = (cell < 24) & (board[jnp.clip(cell, 0, 23)] == -1)
-    return jnp.where(blot, cell, NONE_CELL)
+def _pair(a: Array, b: Array) -> Array:
+    """The sorted pair of two cells as one number in [0, PAIRS)."""
+    lo, hi = jnp.minimum(a, b), jnp.maximum(a, b)
+    return hi * (hi + 1) // 2 + lo
 
 
-def _sorted_pair(a: Array, b: Array) -> tuple[Array, Array]:
-    return jnp.minimum(a, b), jnp.maximum(a, b)
-
-
-def _pack(*fields: Array) -> Array:
-    """Six 5-bit fields into one uint32 key (the first field highest)."""
-    key = jnp.zeros(jnp.shape(fields[0]), jnp.uint32)
-    for f in fields:
-        key = (key << 5) | f.astype(jnp.uint32)
-    return key
+def _key(src: Array, dst: Array, via: Array, cand: Array) -> Array:
+    """(sources pair, destinations pair, the hit on the way) in mixed radix (22 bits), the
+    candidate's index below it: one uint32, so that one plain sort groups equal results and
+    puts each group's lowest candidate first."""
+    k = (src * PAIRS + dst) * (NO_HIT + 1) + via
+    return (k.astype(jnp.uint32) << CAND_BITS) | cand.astype(jnp.uint32)
 
 
 def _first_rows(mask: Array, width: int) -> tuple[Array, Array]:
@@ -258,18 +257,20 @@ def two_dice_moves(board: Array, remaining: Array, live: Array,
     """`complete_moves` when at most two dice are left (every non-double roll, and the end of
     a double), without growing levels: each complete move is (first source, die) then
     (second source, the other die), 2 orders x 15 x 15 candidates plus the 2 x 15 one-die
-    moves, and duplicates are merged on one uint32 key per candidate.
+    moves, and duplicates are merged on one exact key per candidate.
 
     The key is exact because every candidate starts from the same board: the result is that
     board minus the checkers taken from their sources plus those put on their destinations
-    (net of a checker that moved on: source of one move = destination of the other) and
-    without the opponent blots hit. So (sorted net sources, sorted net destinations, sorted
-    hit points), six cells of 5 bits, identifies the result board; net sources and
-    destinations never share a cell, so one board has one key. One sort of plain keys (no
-    payload: XLA:CPU sorts a single operand ~6x faster than keys with an index, measured)
-    groups them; a binary search sends each candidate to its key's first sorted place, and the
-    lowest candidate there is the one listed. Results come in key order (not `level_moves`'
-    order: no caller reads the order, docs/backgammon.md)."""
+    (net of a checker that moved on: source of one move = destination of the other), with
+    every opponent blot it landed on hit. A blot on a net destination is always hit, so the
+    board fixes those hits; the one hit the net cells do not show is on the way of a checker
+    that moved on (its first landing point). So (sorted net sources, sorted net destinations,
+    that hit) identifies the result board, and net sources and destinations never share a
+    cell, so one board has one key. With the candidate's index in the low bits, one sort of
+    plain uint32 (no payload: XLA:CPU sorts a single operand ~6x faster than keys with an
+    index, measured) groups equal results with the lowest candidate first, which is the one
+    listed. Results come in key order (not `level_moves`' order: no caller reads the order,
+    docs/backgammon.md)."""
     level_sizes(max_afterstates)
     m = max_afterstates
     vals = jnp.arange(1, 7)
@@ -292,19 +293,20 @@ def two_dice_moves(board: Array, remaining: Array, live: Array,
     r2, v2 = jax.vmap(jax.vmap(lambda c: _first_rows(c, WIDTH)))(col2)  # [2, 15, 15]
 
     s1, t1 = _src_cell(r1), _dest_cell(r1, first[:, None])  # [2, 15]
-    h1 = jax.vmap(_hit_cell, in_axes=(None, 0))(board, t1)
+    blot1 = (t1 < 24) & (board[jnp.clip(t1, 0, 23)] == -1)  # the first checker hits there
     s2, t2 = _src_cell(r2), _dest_cell(r2, second[:, None, None])  # [2, 15, 15]
-    h2 = jax.vmap(jax.vmap(jax.vmap(_hit_cell, in_axes=(None, 0))))(board1, t2)
-    s1b, t1b, h1b = (x[:, :, None] for x in (s1, t1, h1))
+    s1b, t1b = s1[:, :, None], t1[:, :, None]
     on1 = t1b == s2  # the second move goes on from where the first one landed
-    on2 = t2 == s1b  # the second checker lands where the first one left
+    on2 = t2 == s1b  # the second checker lands where the first one left (its own point)
     on = on1 | on2
-    na, nb = _sorted_pair(jnp.where(on1, s1b, jnp.where(on2, s2, s1b)), jnp.where(on, NONE_CELL, s2))
-    pa, pb = _sorted_pair(jnp.where(on1, t2, jnp.where(on2, t1b, t1b)), jnp.where(on, NONE_CELL, t2))
-    ha, hb = _sorted_pair(jnp.broadcast_to(h1b, h2.shape), h2)
-    key2 = _pack(na, nb, pa, pb, ha, hb)
+    src = _pair(jnp.where(on2, s2, s1b), jnp.where(on, NONE_CELL, s2))
+    dst = _pair(jnp.where(on1, t2, t1b), jnp.where(on, NONE_CELL, t2))
+    via = jnp.where(on1 & blot1[:, :, None], t1b, NO_HIT)
+    n2 = 2 * WIDTH * WIDTH
+    key2 = _key(src, dst, via, jnp.arange(n2).reshape(2, WIDTH, WIDTH))
     none = jnp.full_like(s1, NONE_CELL)
-    key1 = _pack(s1, none, t1, none, h1, none)
+    key1 = _key(_pair(s1, none), _pair(t1, none), jnp.full_like(s1, NO_HIT),
+                n2 + jnp.arange(2 * WIDTH).reshape(2, WIDTH))
 
     # as many dice as possible; one die of two different ones: the larger if it can be played
     any2 = jnp.any(v2)
@@ -313,16 +315,14 @@ def two_dice_moves(board: Array, remaining: Array, live: Array,
     keys = jnp.concatenate([jnp.where(v2, key2, INVALID_KEY).reshape(-1),
                             jnp.where(ok1, key1, INVALID_KEY).reshape(-1)])
     n = keys.shape[0]
-    n2 = v2.size
     ordered = jnp.sort(keys)
+    group = ordered >> CAND_BITS
     start = (ordered != INVALID_KEY) & jnp.concatenate(
-        [jnp.ones(1, jnp.bool_), ordered[1:] != ordered[:-1]])
+        [jnp.ones(1, jnp.bool_), group[1:] != group[:-1]])
     count = jnp.sum(start)
-    place = jnp.searchsorted(ordered, keys, side="left", method="scan_unrolled")
-    lowest = jnp.full(n, n - 1, jnp.int32).at[place].min(jnp.arange(n, dtype=jnp.int32))
-    starts = jnp.zeros(m, jnp.int32).at[jnp.where(start, jnp.cumsum(start) - 1, m)].set(
-        jnp.arange(n, dtype=jnp.int32), mode="drop")  # sorted places of the first M keys
-    cand = lowest[starts]  # [M] the candidate listed in each slot
+    firsts = jnp.zeros(m, jnp.uint32).at[jnp.where(start, jnp.cumsum(start) - 1, m)].set(
+        ordered, mode="drop")  # the first M distinct results' lowest candidates
+    cand = (firsts & ((1 << CAND_BITS) - 1)).astype(jnp.int32)  # [M] the candidate listed
 
     is2 = cand < n2
     c = jnp.where(is2, cand, cand - n2)
@@ -341,6 +341,7 @@ def two_dice_moves(board: Array, remaining: Array, live: Array,
     pad = jnp.full((m, MAX_DICE - 2), NO_ACTION, jnp.int32)
     out_act = jnp.concatenate([a1[:, None], a2[:, None], pad], axis=1).astype(jnp.int32)
     valid = jnp.arange(m) < count
+    del n
 
     # no move at all: the pass, position unchanged
     passed = live & (count == 0)
@@ -405,13 +406,15 @@ def doubles_moves(board: Array, remaining: Array, live: Array,
         overflow = overflow | over
     depth = jnp.max(jnp.asarray([jnp.where(jnp.any(lv.valid), k, 0)
                                  for k, lv in enumerate(levels)]))
-    padded = [_pad(lv, m) for lv in levels]
+    # select and merge at the levels' capacity, then pad to M: with small levels (`_pooled`)
+    # the 5-word sort is of `cap` entries, not M
+    padded = [_pad(lv, max(sizes)) for lv in levels]
     chosen = jax.tree_util.tree_map(
         lambda *xs: jnp.select([depth == k for k in range(len(xs))], xs), *padded)
     passed = live & (depth == 0)
     actions = jnp.where(passed & (jnp.arange(MAX_DICE) == 0), rules.PASS_ACTION, chosen.actions)
-    merged, _ = _dedup(chosen._replace(actions=actions), m, by_dice_left=False)
-    return merged, overflow
+    merged, _ = _dedup(chosen._replace(actions=actions), max(sizes), by_dice_left=False)
+    return _pad(merged, m), overflow
 
 
 # ---------------------------------------------------------------- the public function

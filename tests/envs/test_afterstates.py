@@ -110,6 +110,7 @@ def test_results_are_what_the_env_micro_steps_make():
     step = jax.jit(ENV.step_deterministic)
     rng = np.random.default_rng(3)
     aft = jax.jit(ENV.afterstates)
+    observe = jax.jit(ENV.observe)
     checked = 0
     for g in _positions(25, 4):
         roll = tuple(int(x) for x in rng.integers(1, 7, 2))
@@ -125,9 +126,13 @@ def test_results_are_what_the_env_micro_steps_make():
                 t = step(t, a)
             mine = jax.tree_util.tree_map(lambda x: x[j], out.states)
             for f in ("board", "current_player", "rewards", "terminated", "legal_action_mask",
-                      "step_count", "dice", "remaining", "is_chance", "observation"):
+                      "step_count", "dice", "remaining", "is_chance"):
                 np.testing.assert_array_equal(np.asarray(getattr(mine, f)),
                                               np.asarray(getattr(t, f)), err_msg=f)
+            # no observation is listed (observations on demand): observing the slot gives
+            # the one the micro-steps computed
+            assert mine.observation is None
+            np.testing.assert_array_equal(np.asarray(observe(mine)), np.asarray(t.observation))
             checked += 1
     assert checked > 100
 

@@ -97,7 +97,13 @@ class AfterstateValuer:
         """The network's outputs at each state ([..., R]), the exact evaluator's where it
         knows the state."""
         shape = states.current_player.shape
-        obs = states.observation.reshape((-1,) + states.observation.shape[len(shape):])
+        if states.observation is None:  # listed afterstates carry none: observed here, for
+            # the slots valued (envs.afterstates, "observations on demand")
+            flat = jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[len(shape):]),
+                                          states)
+            obs = jax.vmap(self.env.observe)(flat)
+        else:
+            obs = states.observation.reshape((-1,) + states.observation.shape[len(shape):])
         _, out = self.evaluator.apply_fn(self.variables, obs)
         out = out.reshape(shape + out.shape[1:])
         if self.config.exact is not None:

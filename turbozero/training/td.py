@@ -180,6 +180,8 @@ class AfterstateTD(Algorithm):
         explore = jax.random.uniform(k_explore, (e,)) < cfg.exploration
         pick = jnp.where(explore, random_pick, best)
         chosen = jax.tree_util.tree_map(lambda x: x[jnp.arange(e), pick], moves.states)
+        if chosen.observation is None:  # listed afterstates carry none; the replay keeps it
+            chosen = chosen.replace(observation=jax.vmap(self.env.observe)(chosen))
         valuer = AfterstateValuer(self.env, self.evaluator, variables, cfg.player)
         joint = self.value_format.expected_outcome(valuer.value_out(chosen))  # for the roller
         finished = chosen.terminated | chosen.truncated
