@@ -100,12 +100,14 @@ def host_loop_seconds(loop, repeats: int) -> float:
 
 
 def result_sets(out) -> list:
-    """Per state: the set of result boards (bytes) of its valid slots, and its overflow flag."""
+    """Per state: the set of result boards (bytes) of its valid slots, their count and the
+    overflow flag (an overflowed state keeps M of its moves, which M is not specified: its
+    set is left out)."""
     valid = np.asarray(out.valid)
     boards = np.asarray(out.states.board)
     over = np.asarray(out.overflow)
-    return [({boards[i, j].tobytes() for j in np.flatnonzero(valid[i])}, int(valid[i].sum()),
-             bool(over[i])) for i in range(valid.shape[0])]
+    return [(set() if over[i] else {boards[i, j].tobytes() for j in np.flatnonzero(valid[i])},
+             int(valid[i].sum()), bool(over[i])) for i in range(valid.shape[0])]
 
 
 def speed(args) -> None:

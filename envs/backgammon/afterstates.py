@@ -370,12 +370,19 @@ def _one_die_level(level: Level, depth: int, die: Array, capacity: int) -> tuple
         return rows
 
     mask = jax.vmap(rows_of)(level.board, level.actions, level.valid)  # [P, 25]
-    flat = mask.reshape(-1)
-    count = jnp.sum(flat)
-    dest = jnp.where(flat, jnp.cumsum(flat) - 1, capacity)
-    pick = jnp.zeros(capacity, jnp.int32).at[dest].set(
-        jnp.arange(flat.shape[0], dtype=jnp.int32), mode="drop")
-    parent, row = pick // 25, pick % 25
+    # slot i's parent: the first whose running count of children passes i; its row: the
+    # parent's (i - children before it)-th set row. Gathers and compares only: a scatter of
+    # P x 25 indices (XLA:CPU runs it element by element) cost ~2x more here, measured
+    counts = jnp.sum(mask, axis=1, dtype=jnp.int32)
+    ends = jnp.cumsum(counts)
+    count = ends[-1]
+    slot = jnp.arange(capacity, dtype=jnp.int32)
+    parent = jnp.minimum(jnp.searchsorted(ends, slot, side="right", method="scan_unrolled"),
+                         mask.shape[0] - 1).astype(jnp.int32)
+    k = slot - (ends[parent] - counts[parent])
+    pm = mask[parent]  # [capacity, 25]
+    hot = pm & (jnp.cumsum(pm, axis=1) == (k + 1)[:, None])
+    row = jnp.sum(jnp.where(hot, jnp.arange(25)[None, :], 0), axis=1).astype(jnp.int32)
     board = jax.vmap(rules.apply_move, in_axes=(0, 0, None))(level.board[parent], row, die)
     remaining = level.remaining[parent] - (jnp.arange(1, 7) == die)[None, :]
     actions = level.actions[parent].at[:, depth].set((row + 1) * 6 + die - 1)
@@ -383,14 +390,10 @@ def _one_die_level(level: Level, depth: int, die: Array, capacity: int) -> tuple
     return Level(board, remaining.astype(jnp.int32), actions, valid), count > capacity
 
 
-def doubles_moves(board: Array, remaining: Array, live: Array,
-                  max_afterstates: int = DEFAULT_MAX_AFTERSTATES,
-                  capacity: int | None = None) -> tuple[Level, Array]:
-    """`complete_moves` when one die value is left (three or four of a double): levels of
-    15, 225 (exact: 15 sources x 15), M and M positions, each result made once (far-to-near,
-    `_expand`), then merged on the board (`_dedup`, as `level_moves`: the same set in the same
-    order when nothing overflows). `capacity` (< M) caps levels 2-4 lower: the same answer
-    when the flag says nothing overflowed (`_pooled` retries the others at M)."""
+def _doubles_levels(board: Array, remaining: Array, live: Array, max_afterstates: int,
+                    capacity: int | None) -> tuple[Level, Array]:
+    """The deepest non-empty level of one die value's moves (far-to-near, each source
+    multiset once), at the levels' capacity (`doubles_moves`), before repeats are merged."""
     m = max_afterstates
     cap = m if capacity is None else min(capacity, m)
     sizes = (1, WIDTH, min(WIDTH * WIDTH, cap), cap, cap)
@@ -406,15 +409,58 @@ def doubles_moves(board: Array, remaining: Array, live: Array,
         overflow = overflow | over
     depth = jnp.max(jnp.asarray([jnp.where(jnp.any(lv.valid), k, 0)
                                  for k, lv in enumerate(levels)]))
-    # select and merge at the levels' capacity, then pad to M: with small levels (`_pooled`)
-    # the 5-word sort is of `cap` entries, not M
     padded = [_pad(lv, max(sizes)) for lv in levels]
     chosen = jax.tree_util.tree_map(
         lambda *xs: jnp.select([depth == k for k in range(len(xs))], xs), *padded)
     passed = live & (depth == 0)
     actions = jnp.where(passed & (jnp.arange(MAX_DICE) == 0), rules.PASS_ACTION, chosen.actions)
-    merged, _ = _dedup(chosen._replace(actions=actions), max(sizes), by_dice_left=False)
-    return _pad(merged, m), overflow
+    return chosen._replace(actions=actions, valid=chosen.valid.astype(jnp.bool_)), overflow
+
+
+def _repeats(level: Level) -> Array:
+    """bool[C]: the valid entries whose board an earlier valid entry already has (exact: the
+    five-word keys, sorted with the index as the last key)."""
+    n = level.valid.shape[0]
+    keys = jax.vmap(_keys)(level.board, jnp.zeros_like(level.remaining), ~level.valid)
+    sorted_ = jax.lax.sort((*keys, jnp.arange(n, dtype=jnp.int32)), num_keys=len(keys) + 1)
+    same_as_prev = jnp.ones(n, jnp.bool_).at[0].set(False)
+    for k in sorted_[:-1]:
+        same_as_prev = same_as_prev & (k == jnp.roll(k, 1))
+    repeat = jnp.zeros(n, jnp.bool_).at[sorted_[-1]].set(same_as_prev)
+    return repeat & level.valid
+
+
+def _doubles_batch(board: Array, remaining: Array, live: Array, max_afterstates: int,
+                   capacity: int | None) -> tuple[Level, Array]:
+    """`doubles_moves` of a batch ([C] leading). Two different sets of sources give two
+    different boards unless checkers are borne off (the off cell takes every die beyond the
+    last point), so the board merge (a 5-key sort) runs only when a result of the batch bore
+    a checker off: in the middle game it is skipped (`lax.cond`, outside the vmap). Merging
+    keeps the first of equal boards and the slot order, so the answer is the same both ways."""
+    cap = max_afterstates if capacity is None else min(capacity, max_afterstates)
+    chosen, overflow = jax.vmap(
+        lambda b, r, v: _doubles_levels(b, r, v, max_afterstates, capacity))(board, remaining, live)
+    bore_off = jnp.any(chosen.valid & (chosen.board[..., rules.OFF] > board[:, None, rules.OFF]))
+    repeat = jax.lax.cond(bore_off, lambda: jax.vmap(_repeats)(chosen),
+                          lambda: jnp.zeros_like(chosen.valid))
+    size = chosen.valid.shape[1]
+    del cap
+    merged = jax.vmap(lambda lv, r: _pad(_compact(lv, lv.valid & ~r, size)[0], max_afterstates))(
+        chosen, repeat)
+    return merged, overflow
+
+
+def doubles_moves(board: Array, remaining: Array, live: Array,
+                  max_afterstates: int = DEFAULT_MAX_AFTERSTATES,
+                  capacity: int | None = None) -> tuple[Level, Array]:
+    """`complete_moves` when one die value is left (three or four of a double): levels of
+    15, 225 (exact: 15 sources x 15), M and M positions, each result made once (far-to-near,
+    `_expand`), then equal boards (only a bear-off makes them) merged, the first kept, in the
+    order made. `capacity` (< M) caps levels 2-4 lower: the same answer when the flag says
+    nothing overflowed (`_pooled` retries the others at M)."""
+    out, over = _doubles_batch(board[None], remaining[None], jnp.asarray(live)[None],
+                               max_afterstates, capacity)
+    return jax.tree_util.tree_map(lambda x: x[0], out), over[0]
 
 
 # ---------------------------------------------------------------- the public function
@@ -437,8 +483,7 @@ def _pooled(board: Array, remaining: Array, live: Array, m: int) -> tuple[Level,
             out, over, retry = carry
             rows = jax.lax.dynamic_slice(order, (i * chunk,), (chunk,))
             src = jnp.minimum(rows, b - 1)
-            lv, ov = jax.vmap(lambda x, r, v: doubles_moves(x, r, v, m, cap))(
-                board[src], remaining[src], live[src] & (rows < b))
+            lv, ov = _doubles_batch(board[src], remaining[src], live[src] & (rows < b), m, cap)
             keep = rows if last else jnp.where(ov, b, rows)  # a state that did not fit: later
             out = jax.tree_util.tree_map(lambda o, x: o.at[keep].set(x, mode="drop"), out, lv)
             over = over.at[keep].set(ov, mode="drop")
