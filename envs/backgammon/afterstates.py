@@ -55,7 +55,8 @@ WIDTH = 15  # legal single-checker moves with one die value (one per occupied so
 # and the cost of a larger M.
 DEFAULT_MAX_AFTERSTATES = 256
 CHUNK_MIN, CHUNK_DIV = 4, 16
-SMALL_LEVELS = 32
+SMALL_LEVELS = 32  # doubles' levels first listed this small
+TWO_DICE_SLOTS = 128  # two-dice lists first built this small (none above 112 in play)
 
 
 class Level(NamedTuple):
@@ -253,7 +254,8 @@ def _first_rows(mask: Array, width: int) -> tuple[Array, Array]:
 
 
 def two_dice_moves(board: Array, remaining: Array, live: Array,
-                   max_afterstates: int = DEFAULT_MAX_AFTERSTATES) -> tuple[Level, Array]:
+                   max_afterstates: int = DEFAULT_MAX_AFTERSTATES,
+                   capacity: int | None = None) -> tuple[Level, Array]:
     """`complete_moves` when at most two dice are left (every non-double roll, and the end of
     a double), without growing levels: each complete move is (first source, die) then
     (second source, the other die), 2 orders x 15 x 15 candidates plus the 2 x 15 one-die
@@ -270,9 +272,10 @@ def two_dice_moves(board: Array, remaining: Array, live: Array,
     plain uint32 (no payload: XLA:CPU sorts a single operand ~6x faster than keys with an
     index, measured) groups equal results with the lowest candidate first, which is the one
     listed. Results come in key order (not `level_moves`' order: no caller reads the order,
-    docs/backgammon.md)."""
+    docs/backgammon.md). `capacity` (< M) builds that many slots and pads to M: the same
+    answer when the flag says nothing overflowed (`_pooled` retries the others at M)."""
     level_sizes(max_afterstates)
-    m = max_afterstates
+    m = max_afterstates if capacity is None else min(capacity, max_afterstates)
     vals = jnp.arange(1, 7)
     hi = jnp.max(jnp.where(remaining > 0, vals, 0))
     lo = jnp.min(jnp.where(remaining > 0, vals, 7))
@@ -352,7 +355,7 @@ def two_dice_moves(board: Array, remaining: Array, live: Array,
                         out_act)
     level = Level(out_board.astype(jnp.int32), out_rem.astype(jnp.int32), out_act,
                   valid | first_slot)
-    return level, count > m
+    return _pad(level, max_afterstates), count > m
 
 
 # ---------------------------------------------------------------- three or four dice left
@@ -464,32 +467,48 @@ def doubles_moves(board: Array, remaining: Array, live: Array,
 
 
 # ---------------------------------------------------------------- the public function
+def _rounds(out: Level, over: Array, need: Array, chunk: int, lister, last: bool):
+    """`lister` (a [chunk] batch -> (Level, overflow)) on the states of the batch where `need`,
+    gathered `chunk` at a time, written over `out` / `over`. Unless `last`, a state that
+    overflowed keeps its old slots and is returned in the new `need` (to be listed again
+    with larger levels)."""
+    b = need.shape[0]
+    (order,) = jnp.nonzero(need, size=b + chunk, fill_value=b)
+    rounds = (jnp.sum(need) + chunk - 1) // chunk
+
+    def body(i, carry):
+        out, over, retry = carry
+        rows = jax.lax.dynamic_slice(order, (i * chunk,), (chunk,))
+        lv, ov = lister(jnp.minimum(rows, b - 1), rows < b)
+        keep = rows if last else jnp.where(ov, b, rows)  # a state that did not fit: later
+        out = jax.tree_util.tree_map(lambda o, x: o.at[keep].set(x, mode="drop"), out, lv)
+        over = over.at[keep].set(ov, mode="drop")
+        return out, over, retry.at[jnp.where(ov, rows, b)].set(True, mode="drop")
+
+    return jax.lax.fori_loop(0, rounds, body, (out, over, jnp.zeros_like(need)))
+
+
 def _pooled(board: Array, remaining: Array, live: Array, m: int) -> tuple[Level, Array]:
-    """A batch ([B] leading): every state through `two_dice_moves`, then only the states with
-    three or four dice left (doubles) through `level_moves`, gathered `chunk` at a time, so the
-    five sixths of a batch that are not doubles never pay for levels 3-4."""
+    """A batch ([B] leading): every state through `two_dice_moves` with `TWO_DICE_SLOTS`
+    slots, then the states with three or four dice left (doubles) through `doubles_moves`,
+    gathered `chunk` at a time, so the five sixths of a batch that are not doubles never pay
+    for levels 3-4. Most lists are short (non-doubles: at most 112 in gnubg self-play;
+    doubles: median 13), so both are first listed small, and only the states that did not
+    fit are listed again at M."""
     b = board.shape[0]
-    out, over = jax.vmap(lambda x, r, lv: two_dice_moves(x, r, lv, m))(board, remaining, live)
-    need = live & (jnp.sum(remaining, axis=1) > 2)
+    small2 = min(m, TWO_DICE_SLOTS)
+    out, over = jax.vmap(lambda x, r, lv: two_dice_moves(x, r, lv, m, small2))(
+        board, remaining, live)
     chunk = max(1, min(b, max(CHUNK_MIN, b // CHUNK_DIV)))
-    # most doubles have few moves (median 13 in gnubg self-play): first with small levels,
-    # then only the states that did not fit again at M
+    doubles = live & (jnp.sum(remaining, axis=1) > 2)
+    if small2 < m:
+        out, over, _ = _rounds(out, over, over & live & ~doubles, chunk, lambda src, ok: jax.vmap(
+            lambda x, r, lv: two_dice_moves(x, r, lv, m))(board[src], remaining[src],
+                                                          live[src] & ok), last=True)
+    need = doubles
     for cap in (SMALL_LEVELS, m) if SMALL_LEVELS < m else (m,):
-        (order,) = jnp.nonzero(need, size=b + chunk, fill_value=b)
-        rounds = (jnp.sum(need) + chunk - 1) // chunk
-        last = cap == m
-
-        def body(i, carry, cap=cap, last=last, order=order):
-            out, over, retry = carry
-            rows = jax.lax.dynamic_slice(order, (i * chunk,), (chunk,))
-            src = jnp.minimum(rows, b - 1)
-            lv, ov = _doubles_batch(board[src], remaining[src], live[src] & (rows < b), m, cap)
-            keep = rows if last else jnp.where(ov, b, rows)  # a state that did not fit: later
-            out = jax.tree_util.tree_map(lambda o, x: o.at[keep].set(x, mode="drop"), out, lv)
-            over = over.at[keep].set(ov, mode="drop")
-            return out, over, retry.at[jnp.where(ov, rows, b)].set(True, mode="drop")
-
-        out, over, need = jax.lax.fori_loop(0, rounds, body, (out, over, jnp.zeros_like(need)))
+        out, over, need = _rounds(out, over, need, chunk, lambda src, ok, cap=cap: _doubles_batch(
+            board[src], remaining[src], live[src] & ok, m, cap), last=cap == m)
     return out, over
 
 
