@@ -6,7 +6,8 @@ lists every distinct position its whole turn can reach (the afterstates), values
 the best. An env offers that list through `AfterstateEnv.afterstates`:
 
     moves = env.afterstates(state)             # one state; jax.vmap it over a batch
-    moves.states     # [M, ...] the result of each complete move (the env's own states)
+    moves.states     # [M, ...] the result of each complete move (the env's own states,
+                     # observation None: `env.observe` the slots you value)
     moves.valid      # bool[M]  which of the M slots hold a move
     moves.actions    # int32[M, L] the micro-actions that reach each, padded with NO_ACTION
 
@@ -29,7 +30,10 @@ NO_ACTION = -1  # pads `Afterstates.actions` after a move's last micro-action
 class Afterstates(NamedTuple):
     """The complete moves of one state (leading axes added by vmap)."""
 
-    states: Any  # State [M, ...]: each move's result, as `env.step_deterministic` leaves it
+    # State [M, ...]: each move's result, as `env.step_deterministic` leaves it but without its
+    # observation (None, as `env.transition` leaves it): most consumers value a few slots or
+    # read boards, and observing all M slots was most of the listing's time (issue 43)
+    states: Any
     valid: Array  # bool[M]: slot holds a distinct complete move
     actions: Array  # int32[M, L]: micro-actions reaching it, NO_ACTION-padded
     overflow: Array  # bool: more distinct complete moves existed than M (some not listed)

@@ -3,13 +3,20 @@
 moves positions of real play have (what `max_afterstates` must hold).
 
     python benchmarks/throughput/backgammon_afterstates.py [--batch 64 1024] [--m 256] [--repeats 3]
+        [--before 0cd2858 ...]
     python benchmarks/throughput/backgammon_afterstates.py --count [--games 60]
 
 Positions: the decision states met by gnubg-nn's 0-ply player in self-play (`--games` games,
 10% random moves for variety), every roll. The JAX side is timed on compiled calls only
-(median of `--repeats` after a warm-up); gnubg-nn's loop is timed on the same positions and
-rolls. Each batch size is a separate pick of pairs (the same seed) and prints the load
-average. Figures: docs/benchmarks.md, "Backgammon complete moves"; docs/backgammon.md.
+(median of `--repeats` after a warm-up, all JAX calls interleaved); gnubg-nn's loop is timed on
+the same positions and rolls. Each batch size is a separate pick of pairs (the same seed) and
+prints the load average. Timed side by side: `env.afterstates` (the env states of every
+result, no observations since issue 43), the same with every slot observed (what the call
+returned before; a consumer that values every slot pays this), the move list alone, and
+`env.afterstates` of the backgammon package at each `--before` git revision (loaded beside
+the current one, `benchmarks/tools/revisions.py`; 0cd2858 is the last one before issue 43),
+whose result sets are checked equal to the current ones. Figures: docs/benchmarks.md,
+"Backgammon complete moves"; docs/backgammon.md.
 
 The JAX side is timed through benchmarks/tools/timing.py (`time_compiled`: refuses a timed call that
 compiles or runs JAX eagerly); gnubg-nn's loop is host-side C called from Python, no JAX, so it
@@ -92,22 +99,44 @@ def host_loop_seconds(loop, repeats: int) -> float:
     return float(np.median(times))
 
 
+def result_sets(out) -> list:
+    """Per state: the set of result boards (bytes) of its valid slots, their count and the
+    overflow flag (an overflowed state keeps M of its moves, which M is not specified: its
+    set is left out)."""
+    valid = np.asarray(out.valid)
+    boards = np.asarray(out.states.board)
+    over = np.asarray(out.overflow)
+    return [(set() if over[i] else {boards[i, j].tobytes() for j in np.flatnonzero(valid[i])},
+             int(valid[i].sum()), bool(over[i])) for i in range(valid.shape[0])]
+
+
 def speed(args) -> None:
     import gnubg_nn
 
     import envs
+    from benchmarks.tools.revisions import game_at_revision
+    from envs.backgammon import afterstates as afterstates_lib
     from envs.backgammon import notation, rules
 
     env = envs.make("backgammon")
     positions = played_positions(args.games)
 
-    @jax.jit
-    def run(boards, outcomes):
-        states = jax.vmap(env._decision_state)(boards, outcomes, jnp.zeros_like(outcomes))
-        states = states.replace(observation=jax.vmap(env.observe)(states))
-        return jax.vmap(lambda s: env.afterstates(s, args.m))(states)
+    def afterstates_of(env):
+        @jax.jit
+        def run(boards, outcomes):
+            states = jax.vmap(env._decision_state)(boards, outcomes, jnp.zeros_like(outcomes))
+            states = states.replace(observation=jax.vmap(env.observe)(states))
+            return jax.vmap(lambda s: env.afterstates(s, args.m))(states)
+        return run
 
-    from envs.backgammon import afterstates as afterstates_lib
+    run = afterstates_of(env)
+
+    @jax.jit
+    def observed(boards, outcomes):
+        """`env.afterstates` with every slot's observation (the contract before issue 43)."""
+        out = run(boards, outcomes)
+        return out._replace(states=out.states.replace(
+            observation=jax.vmap(jax.vmap(env.observe))(out.states)))
 
     @jax.jit
     def listing(boards, outcomes):
@@ -116,6 +145,10 @@ def speed(args) -> None:
         states = jax.vmap(env._decision_state)(boards, outcomes, jnp.zeros_like(outcomes))
         return jax.vmap(lambda b, r: afterstates_lib.complete_moves(
             b, r, jnp.asarray(True), args.m))(states.board, states.remaining)
+
+    fns = {"env.afterstates": run, "observed": observed, "list": listing}
+    for rev in args.before:
+        fns[f"@{rev}"] = afterstates_of(game_at_revision(rev, "backgammon").Backgammon())
 
     for batch in args.batch:
         rng = np.random.default_rng(1)
@@ -127,22 +160,29 @@ def speed(args) -> None:
         t0 = time.perf_counter()
         jax.block_until_ready(run(boards, outcomes))
         compile_s = time.perf_counter() - t0
-        jax_s = time_compiled({"env.afterstates": run}, args=(boards, outcomes),
-                              repeats=args.repeats)["env.afterstates"].median
-        jax.block_until_ready(listing(boards, outcomes))
-        list_s = time_compiled({"complete_moves": listing}, args=(boards, outcomes),
-                               repeats=args.repeats)["complete_moves"].median
         out = run(boards, outcomes)
+        mine = result_sets(out)
+        for rev in args.before:  # the same moves (slot order may differ) and overflow flags
+            if result_sets(fns[f"@{rev}"](boards, outcomes)) != mine:
+                raise SystemExit(f"the result sets differ from those at {rev}")
+        t = time_compiled(fns, args=(boards, outcomes), repeats=args.repeats)
+        sec = {k: v.median for k, v in t.items()}
         overflow = int(np.asarray(out.overflow).sum())
         dice = [tuple(int(x) for x in rules.ROLLS[r]) for r in rolls]
         gnubg_s = host_loop_seconds(lambda: [gnubg_nn.moves(g, d1, d2)
                                              for g, (d1, d2) in zip(gboards, dice)], args.repeats)
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+
+        def rate(k):
+            return f"{batch / sec[k]:,.0f} sets/s ({sec[k] * 1e3:.1f} ms)"
+
+        before = "".join(f"; at {rev} {rate(f'@{rev}')}, now {sec[f'@{rev}'] / sec['env.afterstates']:.1f}x"
+                         for rev in args.before)
         print(f"batch {batch}, M {args.m}, backend {jax.default_backend()}, load {load:.1f}: "
-              f"env.afterstates {batch / jax_s:,.0f} sets/s ({jax_s * 1e3:.1f} ms a call, "
-              f"compile {compile_s:.1f} s, {overflow} overflowed; the list alone "
-              f"{batch / list_s:,.0f} sets/s, {list_s * 1e3:.1f} ms); gnubg-nn moves loop "
-              f"{batch / gnubg_s:,.0f} sets/s; ratio {gnubg_s / jax_s:.4f}x", flush=True)
+              f"env.afterstates {rate('env.afterstates')}, compile {compile_s:.1f} s, "
+              f"{overflow} overflowed; with every slot observed {rate('observed')}; the list "
+              f"alone {rate('list')}{before}; gnubg-nn moves loop {batch / gnubg_s:,.0f} sets/s; "
+              f"ratio to gnubg-nn {gnubg_s / sec['env.afterstates']:.4f}x", flush=True)
 
 
 def main() -> None:
@@ -151,6 +191,8 @@ def main() -> None:
     p.add_argument("--m", type=int, default=256, help="max_afterstates")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--games", type=int, default=30)
+    p.add_argument("--before", nargs="*", default=["0cd2858"],
+                   help="git revisions whose env.afterstates is timed beside (none: skip)")
     p.add_argument("--count", action="store_true", help="only the sizes of real move lists")
     args = p.parse_args()
     count(args) if args.count else speed(args)

@@ -190,8 +190,9 @@ class Backgammon(Env):
         """The complete moves of a decision state whose dice are rolled (the rest of the turn
         when some dice are already played), as `envs.afterstates.Afterstates` of M slots.
 
-        Each result is the state `step_deterministic` leaves after the move's micro-actions: a
-        chance state (opponent to roll) or the finished game. A player with no move gets the
+        Each result is the state `step_deterministic` leaves after the move's micro-actions (a
+        chance state, opponent to roll, or the finished game) without its observation (None:
+        `observe` the slots valued). A player with no move gets the
         pass. At a chance or finished state: `ValueError` when the state is concrete; inside
         jit or vmap, every slot invalid. M (default `max_afterstates`) of 450 or more keeps every
         move of a non-double roll; doubles beyond M are cut and `overflow` is set."""
@@ -253,10 +254,15 @@ def _afterstates(env: Backgammon, state: BackgammonState, m: int) -> Afterstates
     level, overflow = afterstates_lib.complete_moves(state.board, state.remaining, live, m)
     steps = jnp.sum(level.actions >= 0, axis=1).astype(jnp.int32)  # [M] micro-actions each
 
+    # no observation (None, as `transition` leaves it): a consumer observes the slots it
+    # values (`env.observe`); writing float32[203] for every slot was most of the call
+    # (docs/benchmarks.md, "Backgammon complete moves")
+    root = state.replace(observation=None)
+
     def result(board, remaining, n):
-        s = env._settle(state.replace(step_count=state.step_count + n), board, remaining,
+        s = env._settle(root.replace(step_count=root.step_count + n), board, remaining,
                         complete=True)
-        return env._finalize(s)
+        return env._terminal_mask(s)
 
     states = jax.vmap(result)(level.board, level.remaining, steps)
     return Afterstates(states=states, valid=level.valid, actions=level.actions,

@@ -55,7 +55,8 @@ WIDTH = 15  # legal single-checker moves with one die value (one per occupied so
 # and the cost of a larger M.
 DEFAULT_MAX_AFTERSTATES = 256
 CHUNK_MIN, CHUNK_DIV = 4, 16
-SMALL_LEVELS = 32
+SMALL_LEVELS = 32  # doubles' levels first listed this small
+TWO_DICE_SLOTS = 128  # two-dice lists first built this small (none above 112 in play)
 
 
 class Level(NamedTuple):
@@ -208,11 +209,14 @@ def level_moves(board: Array, remaining: Array, live: Array,
 
 
 # ---------------------------------------------------------------- two dice or fewer left
-# Cells of a move key: points 0..23, then these.
+# Cells of a move key, dense: points 0..23, then these.
+BAR_CELL = 24  # the bar (a source)
 OFF_CELL = 24  # borne off (a destination)
-BAR_CELL = 25  # the bar (a source)
-NONE_CELL = 31  # an empty field of a key
-INVALID_KEY = np.uint32(0xFFFFFFFF)  # sorts after every real key (real keys use 30 bits)
+NONE_CELL = 25  # an empty field of a key
+NO_HIT = 24  # the third field: no checker hit on the way
+PAIRS = 26 * 27 // 2  # sorted pairs (a <= b) of cells 0..25
+CAND_BITS = 9  # the candidate's index, below its key: 2 * 15 * 15 + 2 * 15 = 480 < 512
+INVALID_KEY = np.uint32(0xFFFFFFFF)  # sorts after every real key (real keys use 31 bits)
 
 
 def _src_cell(row: Array) -> Array:
@@ -226,22 +230,18 @@ def _dest_cell(row: Array, die: Array) -> Array:
     return jnp.where(dest < 0, OFF_CELL, dest)
 
 
-def _hit_cell(board: Array, cell: Array) -> Array:
-    """`cell` where landing there hits an opponent blot of `board`, else NONE_CELL."""
-    blot = (cell < 24) & (board[jnp.clip(cell, 0, 23)] == -1)
-    return jnp.where(blot, cell, NONE_CELL)
+def _pair(a: Array, b: Array) -> Array:
+    """The sorted pair of two cells as one number in [0, PAIRS)."""
+    lo, hi = jnp.minimum(a, b), jnp.maximum(a, b)
+    return hi * (hi + 1) // 2 + lo
 
 
-def _sorted_pair(a: Array, b: Array) -> tuple[Array, Array]:
-    return jnp.minimum(a, b), jnp.maximum(a, b)
-
-
-def _pack(*fields: Array) -> Array:
-    """Six 5-bit fields into one uint32 key (the first field highest)."""
-    key = jnp.zeros(jnp.shape(fields[0]), jnp.uint32)
-    for f in fields:
-        key = (key << 5) | f.astype(jnp.uint32)
-    return key
+def _key(src: Array, dst: Array, via: Array, cand: Array) -> Array:
+    """(sources pair, destinations pair, the hit on the way) in mixed radix (22 bits), the
+    candidate's index below it: one uint32, so that one plain sort groups equal results and
+    puts each group's lowest candidate first."""
+    k = (src * PAIRS + dst) * (NO_HIT + 1) + via
+    return (k.astype(jnp.uint32) << CAND_BITS) | cand.astype(jnp.uint32)
 
 
 def _first_rows(mask: Array, width: int) -> tuple[Array, Array]:
@@ -254,24 +254,28 @@ def _first_rows(mask: Array, width: int) -> tuple[Array, Array]:
 
 
 def two_dice_moves(board: Array, remaining: Array, live: Array,
-                   max_afterstates: int = DEFAULT_MAX_AFTERSTATES) -> tuple[Level, Array]:
+                   max_afterstates: int = DEFAULT_MAX_AFTERSTATES,
+                   capacity: int | None = None) -> tuple[Level, Array]:
     """`complete_moves` when at most two dice are left (every non-double roll, and the end of
     a double), without growing levels: each complete move is (first source, die) then
     (second source, the other die), 2 orders x 15 x 15 candidates plus the 2 x 15 one-die
-    moves, and duplicates are merged on one uint32 key per candidate.
+    moves, and duplicates are merged on one exact key per candidate.
 
     The key is exact because every candidate starts from the same board: the result is that
     board minus the checkers taken from their sources plus those put on their destinations
-    (net of a checker that moved on: source of one move = destination of the other) and
-    without the opponent blots hit. So (sorted net sources, sorted net destinations, sorted
-    hit points), six cells of 5 bits, identifies the result board; net sources and
-    destinations never share a cell, so one board has one key. One sort of plain keys (no
-    payload: XLA:CPU sorts a single operand ~6x faster than keys with an index, measured)
-    groups them; a binary search sends each candidate to its key's first sorted place, and the
-    lowest candidate there is the one listed. Results come in key order (not `level_moves`'
-    order: no caller reads the order, docs/backgammon.md)."""
+    (net of a checker that moved on: source of one move = destination of the other), with
+    every opponent blot it landed on hit. A blot on a net destination is always hit, so the
+    board fixes those hits; the one hit the net cells do not show is on the way of a checker
+    that moved on (its first landing point). So (sorted net sources, sorted net destinations,
+    that hit) identifies the result board, and net sources and destinations never share a
+    cell, so one board has one key. With the candidate's index in the low bits, one sort of
+    plain uint32 (no payload: XLA:CPU sorts a single operand ~6x faster than keys with an
+    index, measured) groups equal results with the lowest candidate first, which is the one
+    listed. Results come in key order (not `level_moves`' order: no caller reads the order,
+    docs/backgammon.md). `capacity` (< M) builds that many slots and pads to M: the same
+    answer when the flag says nothing overflowed (`_pooled` retries the others at M)."""
     level_sizes(max_afterstates)
-    m = max_afterstates
+    m = max_afterstates if capacity is None else min(capacity, max_afterstates)
     vals = jnp.arange(1, 7)
     hi = jnp.max(jnp.where(remaining > 0, vals, 0))
     lo = jnp.min(jnp.where(remaining > 0, vals, 7))
@@ -292,19 +296,20 @@ def two_dice_moves(board: Array, remaining: Array, live: Array,
     r2, v2 = jax.vmap(jax.vmap(lambda c: _first_rows(c, WIDTH)))(col2)  # [2, 15, 15]
 
     s1, t1 = _src_cell(r1), _dest_cell(r1, first[:, None])  # [2, 15]
-    h1 = jax.vmap(_hit_cell, in_axes=(None, 0))(board, t1)
+    blot1 = (t1 < 24) & (board[jnp.clip(t1, 0, 23)] == -1)  # the first checker hits there
     s2, t2 = _src_cell(r2), _dest_cell(r2, second[:, None, None])  # [2, 15, 15]
-    h2 = jax.vmap(jax.vmap(jax.vmap(_hit_cell, in_axes=(None, 0))))(board1, t2)
-    s1b, t1b, h1b = (x[:, :, None] for x in (s1, t1, h1))
+    s1b, t1b = s1[:, :, None], t1[:, :, None]
     on1 = t1b == s2  # the second move goes on from where the first one landed
-    on2 = t2 == s1b  # the second checker lands where the first one left
+    on2 = t2 == s1b  # the second checker lands where the first one left (its own point)
     on = on1 | on2
-    na, nb = _sorted_pair(jnp.where(on1, s1b, jnp.where(on2, s2, s1b)), jnp.where(on, NONE_CELL, s2))
-    pa, pb = _sorted_pair(jnp.where(on1, t2, jnp.where(on2, t1b, t1b)), jnp.where(on, NONE_CELL, t2))
-    ha, hb = _sorted_pair(jnp.broadcast_to(h1b, h2.shape), h2)
-    key2 = _pack(na, nb, pa, pb, ha, hb)
+    src = _pair(jnp.where(on2, s2, s1b), jnp.where(on, NONE_CELL, s2))
+    dst = _pair(jnp.where(on1, t2, t1b), jnp.where(on, NONE_CELL, t2))
+    via = jnp.where(on1 & blot1[:, :, None], t1b, NO_HIT)
+    n2 = 2 * WIDTH * WIDTH
+    key2 = _key(src, dst, via, jnp.arange(n2).reshape(2, WIDTH, WIDTH))
     none = jnp.full_like(s1, NONE_CELL)
-    key1 = _pack(s1, none, t1, none, h1, none)
+    key1 = _key(_pair(s1, none), _pair(t1, none), jnp.full_like(s1, NO_HIT),
+                n2 + jnp.arange(2 * WIDTH).reshape(2, WIDTH))
 
     # as many dice as possible; one die of two different ones: the larger if it can be played
     any2 = jnp.any(v2)
@@ -313,16 +318,14 @@ def two_dice_moves(board: Array, remaining: Array, live: Array,
     keys = jnp.concatenate([jnp.where(v2, key2, INVALID_KEY).reshape(-1),
                             jnp.where(ok1, key1, INVALID_KEY).reshape(-1)])
     n = keys.shape[0]
-    n2 = v2.size
     ordered = jnp.sort(keys)
+    group = ordered >> CAND_BITS
     start = (ordered != INVALID_KEY) & jnp.concatenate(
-        [jnp.ones(1, jnp.bool_), ordered[1:] != ordered[:-1]])
+        [jnp.ones(1, jnp.bool_), group[1:] != group[:-1]])
     count = jnp.sum(start)
-    place = jnp.searchsorted(ordered, keys, side="left", method="scan_unrolled")
-    lowest = jnp.full(n, n - 1, jnp.int32).at[place].min(jnp.arange(n, dtype=jnp.int32))
-    starts = jnp.zeros(m, jnp.int32).at[jnp.where(start, jnp.cumsum(start) - 1, m)].set(
-        jnp.arange(n, dtype=jnp.int32), mode="drop")  # sorted places of the first M keys
-    cand = lowest[starts]  # [M] the candidate listed in each slot
+    firsts = jnp.zeros(m, jnp.uint32).at[jnp.where(start, jnp.cumsum(start) - 1, m)].set(
+        ordered, mode="drop")  # the first M distinct results' lowest candidates
+    cand = (firsts & ((1 << CAND_BITS) - 1)).astype(jnp.int32)  # [M] the candidate listed
 
     is2 = cand < n2
     c = jnp.where(is2, cand, cand - n2)
@@ -341,6 +344,7 @@ def two_dice_moves(board: Array, remaining: Array, live: Array,
     pad = jnp.full((m, MAX_DICE - 2), NO_ACTION, jnp.int32)
     out_act = jnp.concatenate([a1[:, None], a2[:, None], pad], axis=1).astype(jnp.int32)
     valid = jnp.arange(m) < count
+    del n
 
     # no move at all: the pass, position unchanged
     passed = live & (count == 0)
@@ -351,7 +355,7 @@ def two_dice_moves(board: Array, remaining: Array, live: Array,
                         out_act)
     level = Level(out_board.astype(jnp.int32), out_rem.astype(jnp.int32), out_act,
                   valid | first_slot)
-    return level, count > m
+    return _pad(level, max_afterstates), count > m
 
 
 # ---------------------------------------------------------------- three or four dice left
@@ -369,12 +373,19 @@ def _one_die_level(level: Level, depth: int, die: Array, capacity: int) -> tuple
         return rows
 
     mask = jax.vmap(rows_of)(level.board, level.actions, level.valid)  # [P, 25]
-    flat = mask.reshape(-1)
-    count = jnp.sum(flat)
-    dest = jnp.where(flat, jnp.cumsum(flat) - 1, capacity)
-    pick = jnp.zeros(capacity, jnp.int32).at[dest].set(
-        jnp.arange(flat.shape[0], dtype=jnp.int32), mode="drop")
-    parent, row = pick // 25, pick % 25
+    # slot i's parent: the first whose running count of children passes i; its row: the
+    # parent's (i - children before it)-th set row. Gathers and compares only: a scatter of
+    # P x 25 indices (XLA:CPU runs it element by element) cost ~2x more here, measured
+    counts = jnp.sum(mask, axis=1, dtype=jnp.int32)
+    ends = jnp.cumsum(counts)
+    count = ends[-1]
+    slot = jnp.arange(capacity, dtype=jnp.int32)
+    parent = jnp.minimum(jnp.searchsorted(ends, slot, side="right", method="scan_unrolled"),
+                         mask.shape[0] - 1).astype(jnp.int32)
+    k = slot - (ends[parent] - counts[parent])
+    pm = mask[parent]  # [capacity, 25]
+    hot = pm & (jnp.cumsum(pm, axis=1) == (k + 1)[:, None])
+    row = jnp.sum(jnp.where(hot, jnp.arange(25)[None, :], 0), axis=1).astype(jnp.int32)
     board = jax.vmap(rules.apply_move, in_axes=(0, 0, None))(level.board[parent], row, die)
     remaining = level.remaining[parent] - (jnp.arange(1, 7) == die)[None, :]
     actions = level.actions[parent].at[:, depth].set((row + 1) * 6 + die - 1)
@@ -382,14 +393,10 @@ def _one_die_level(level: Level, depth: int, die: Array, capacity: int) -> tuple
     return Level(board, remaining.astype(jnp.int32), actions, valid), count > capacity
 
 
-def doubles_moves(board: Array, remaining: Array, live: Array,
-                  max_afterstates: int = DEFAULT_MAX_AFTERSTATES,
-                  capacity: int | None = None) -> tuple[Level, Array]:
-    """`complete_moves` when one die value is left (three or four of a double): levels of
-    15, 225 (exact: 15 sources x 15), M and M positions, each result made once (far-to-near,
-    `_expand`), then merged on the board (`_dedup`, as `level_moves`: the same set in the same
-    order when nothing overflows). `capacity` (< M) caps levels 2-4 lower: the same answer
-    when the flag says nothing overflowed (`_pooled` retries the others at M)."""
+def _doubles_levels(board: Array, remaining: Array, live: Array, max_afterstates: int,
+                    capacity: int | None) -> tuple[Level, Array]:
+    """The deepest non-empty level of one die value's moves (far-to-near, each source
+    multiset once), at the levels' capacity (`doubles_moves`), before repeats are merged."""
     m = max_afterstates
     cap = m if capacity is None else min(capacity, m)
     sizes = (1, WIDTH, min(WIDTH * WIDTH, cap), cap, cap)
@@ -405,43 +412,103 @@ def doubles_moves(board: Array, remaining: Array, live: Array,
         overflow = overflow | over
     depth = jnp.max(jnp.asarray([jnp.where(jnp.any(lv.valid), k, 0)
                                  for k, lv in enumerate(levels)]))
-    padded = [_pad(lv, m) for lv in levels]
+    padded = [_pad(lv, max(sizes)) for lv in levels]
     chosen = jax.tree_util.tree_map(
         lambda *xs: jnp.select([depth == k for k in range(len(xs))], xs), *padded)
     passed = live & (depth == 0)
     actions = jnp.where(passed & (jnp.arange(MAX_DICE) == 0), rules.PASS_ACTION, chosen.actions)
-    merged, _ = _dedup(chosen._replace(actions=actions), m, by_dice_left=False)
+    return chosen._replace(actions=actions, valid=chosen.valid.astype(jnp.bool_)), overflow
+
+
+def _repeats(level: Level) -> Array:
+    """bool[C]: the valid entries whose board an earlier valid entry already has (exact: the
+    five-word keys, sorted with the index as the last key)."""
+    n = level.valid.shape[0]
+    keys = jax.vmap(_keys)(level.board, jnp.zeros_like(level.remaining), ~level.valid)
+    sorted_ = jax.lax.sort((*keys, jnp.arange(n, dtype=jnp.int32)), num_keys=len(keys) + 1)
+    same_as_prev = jnp.ones(n, jnp.bool_).at[0].set(False)
+    for k in sorted_[:-1]:
+        same_as_prev = same_as_prev & (k == jnp.roll(k, 1))
+    repeat = jnp.zeros(n, jnp.bool_).at[sorted_[-1]].set(same_as_prev)
+    return repeat & level.valid
+
+
+def _doubles_batch(board: Array, remaining: Array, live: Array, max_afterstates: int,
+                   capacity: int | None) -> tuple[Level, Array]:
+    """`doubles_moves` of a batch ([C] leading). Two different sets of sources give two
+    different boards unless checkers are borne off (the off cell takes every die beyond the
+    last point), so the board merge (a 5-key sort) runs only when a result of the batch bore
+    a checker off: in the middle game it is skipped (`lax.cond`, outside the vmap). Merging
+    keeps the first of equal boards and the slot order, so the answer is the same both ways."""
+    cap = max_afterstates if capacity is None else min(capacity, max_afterstates)
+    chosen, overflow = jax.vmap(
+        lambda b, r, v: _doubles_levels(b, r, v, max_afterstates, capacity))(board, remaining, live)
+    bore_off = jnp.any(chosen.valid & (chosen.board[..., rules.OFF] > board[:, None, rules.OFF]))
+    repeat = jax.lax.cond(bore_off, lambda: jax.vmap(_repeats)(chosen),
+                          lambda: jnp.zeros_like(chosen.valid))
+    size = chosen.valid.shape[1]
+    del cap
+    merged = jax.vmap(lambda lv, r: _pad(_compact(lv, lv.valid & ~r, size)[0], max_afterstates))(
+        chosen, repeat)
     return merged, overflow
 
 
+def doubles_moves(board: Array, remaining: Array, live: Array,
+                  max_afterstates: int = DEFAULT_MAX_AFTERSTATES,
+                  capacity: int | None = None) -> tuple[Level, Array]:
+    """`complete_moves` when one die value is left (three or four of a double): levels of
+    15, 225 (exact: 15 sources x 15), M and M positions, each result made once (far-to-near,
+    `_expand`), then equal boards (only a bear-off makes them) merged, the first kept, in the
+    order made. `capacity` (< M) caps levels 2-4 lower: the same answer when the flag says
+    nothing overflowed (`_pooled` retries the others at M)."""
+    out, over = _doubles_batch(board[None], remaining[None], jnp.asarray(live)[None],
+                               max_afterstates, capacity)
+    return jax.tree_util.tree_map(lambda x: x[0], out), over[0]
+
+
 # ---------------------------------------------------------------- the public function
+def _rounds(out: Level, over: Array, need: Array, chunk: int, lister, last: bool):
+    """`lister` (a [chunk] batch -> (Level, overflow)) on the states of the batch where `need`,
+    gathered `chunk` at a time, written over `out` / `over`. Unless `last`, a state that
+    overflowed keeps its old slots and is returned in the new `need` (to be listed again
+    with larger levels)."""
+    b = need.shape[0]
+    (order,) = jnp.nonzero(need, size=b + chunk, fill_value=b)
+    rounds = (jnp.sum(need) + chunk - 1) // chunk
+
+    def body(i, carry):
+        out, over, retry = carry
+        rows = jax.lax.dynamic_slice(order, (i * chunk,), (chunk,))
+        lv, ov = lister(jnp.minimum(rows, b - 1), rows < b)
+        keep = rows if last else jnp.where(ov, b, rows)  # a state that did not fit: later
+        out = jax.tree_util.tree_map(lambda o, x: o.at[keep].set(x, mode="drop"), out, lv)
+        over = over.at[keep].set(ov, mode="drop")
+        return out, over, retry.at[jnp.where(ov, rows, b)].set(True, mode="drop")
+
+    return jax.lax.fori_loop(0, rounds, body, (out, over, jnp.zeros_like(need)))
+
+
 def _pooled(board: Array, remaining: Array, live: Array, m: int) -> tuple[Level, Array]:
-    """A batch ([B] leading): every state through `two_dice_moves`, then only the states with
-    three or four dice left (doubles) through `level_moves`, gathered `chunk` at a time, so the
-    five sixths of a batch that are not doubles never pay for levels 3-4."""
+    """A batch ([B] leading): every state through `two_dice_moves` with `TWO_DICE_SLOTS`
+    slots, then the states with three or four dice left (doubles) through `doubles_moves`,
+    gathered `chunk` at a time, so the five sixths of a batch that are not doubles never pay
+    for levels 3-4. Most lists are short (non-doubles: at most 112 in gnubg self-play;
+    doubles: median 13), so both are first listed small, and only the states that did not
+    fit are listed again at M."""
     b = board.shape[0]
-    out, over = jax.vmap(lambda x, r, lv: two_dice_moves(x, r, lv, m))(board, remaining, live)
-    need = live & (jnp.sum(remaining, axis=1) > 2)
+    small2 = min(m, TWO_DICE_SLOTS)
+    out, over = jax.vmap(lambda x, r, lv: two_dice_moves(x, r, lv, m, small2))(
+        board, remaining, live)
     chunk = max(1, min(b, max(CHUNK_MIN, b // CHUNK_DIV)))
-    # most doubles have few moves (median 13 in gnubg self-play): first with small levels,
-    # then only the states that did not fit again at M
+    doubles = live & (jnp.sum(remaining, axis=1) > 2)
+    if small2 < m:
+        out, over, _ = _rounds(out, over, over & live & ~doubles, chunk, lambda src, ok: jax.vmap(
+            lambda x, r, lv: two_dice_moves(x, r, lv, m))(board[src], remaining[src],
+                                                          live[src] & ok), last=True)
+    need = doubles
     for cap in (SMALL_LEVELS, m) if SMALL_LEVELS < m else (m,):
-        (order,) = jnp.nonzero(need, size=b + chunk, fill_value=b)
-        rounds = (jnp.sum(need) + chunk - 1) // chunk
-        last = cap == m
-
-        def body(i, carry, cap=cap, last=last, order=order):
-            out, over, retry = carry
-            rows = jax.lax.dynamic_slice(order, (i * chunk,), (chunk,))
-            src = jnp.minimum(rows, b - 1)
-            lv, ov = jax.vmap(lambda x, r, v: doubles_moves(x, r, v, m, cap))(
-                board[src], remaining[src], live[src] & (rows < b))
-            keep = rows if last else jnp.where(ov, b, rows)  # a state that did not fit: later
-            out = jax.tree_util.tree_map(lambda o, x: o.at[keep].set(x, mode="drop"), out, lv)
-            over = over.at[keep].set(ov, mode="drop")
-            return out, over, retry.at[jnp.where(ov, rows, b)].set(True, mode="drop")
-
-        out, over, need = jax.lax.fori_loop(0, rounds, body, (out, over, jnp.zeros_like(need)))
+        out, over, need = _rounds(out, over, need, chunk, lambda src, ok, cap=cap: _doubles_batch(
+            board[src], remaining[src], live[src] & ok, m, cap), last=cap == m)
     return out, over
 
 

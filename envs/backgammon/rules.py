@@ -57,8 +57,11 @@ _FLIP = np.concatenate([np.arange(23, -1, -1), [OPP_BAR, BAR, OPP_OFF, OFF]])
 
 
 def flip(board: Array) -> Array:
-    """The same position seen from the other player."""
-    return -board[_FLIP]
+    """The same position seen from the other player (`-board[_FLIP]`, written as a reversal
+    and two swaps: XLA:CPU ran the index gather element by element, and the complete-move
+    listing flips every one of its slots)."""
+    bar_off = board[BAR:]
+    return -jnp.concatenate([board[23::-1], bar_off[1::-1], bar_off[:1:-1]])
 
 
 def playable(board: Array) -> Array:

@@ -110,6 +110,7 @@ def test_results_are_what_the_env_micro_steps_make():
     step = jax.jit(ENV.step_deterministic)
     rng = np.random.default_rng(3)
     aft = jax.jit(ENV.afterstates)
+    observe = jax.jit(ENV.observe)
     checked = 0
     for g in _positions(25, 4):
         roll = tuple(int(x) for x in rng.integers(1, 7, 2))
@@ -125,9 +126,13 @@ def test_results_are_what_the_env_micro_steps_make():
                 t = step(t, a)
             mine = jax.tree_util.tree_map(lambda x: x[j], out.states)
             for f in ("board", "current_player", "rewards", "terminated", "legal_action_mask",
-                      "step_count", "dice", "remaining", "is_chance", "observation"):
+                      "step_count", "dice", "remaining", "is_chance"):
                 np.testing.assert_array_equal(np.asarray(getattr(mine, f)),
                                               np.asarray(getattr(t, f)), err_msg=f)
+            # no observation is listed (observations on demand): observing the slot gives
+            # the one the micro-steps computed
+            assert mine.observation is None
+            np.testing.assert_array_equal(np.asarray(observe(mine)), np.asarray(t.observation))
             checked += 1
     assert checked > 100
 
@@ -256,6 +261,11 @@ def test_complete_moves_equal_a_plain_python_search():
     m = EXACT_M
     gboards = _positions(8, 21)
     cases = [(notation.gnubg_to_board(g), d) for g in gboards for d in _dice_cases()]
+    # one checker on each of 15 points and an open board: over 128 moves of a non-double
+    # (the batched two-dice path's first, smaller list), listed again at M
+    wide = np.zeros(28, np.int32)
+    wide[6:21], wide[0] = 1, -15
+    cases += [(wide, d) for d in ([6, 5], [3, 1], [2, 2])]  # (its doubles pass 1,024)
     boards = np.stack([b for b, _ in cases])
     rem = np.stack([np.bincount(np.asarray(d) - 1, minlength=6) for _, d in cases])
     live = np.ones(len(cases), bool)
@@ -265,7 +275,7 @@ def test_complete_moves_equal_a_plain_python_search():
     single = jax.jit(lambda b, r, v: afterstates_lib.complete_moves(b, r, v, m))
     valid, got_b, got_r = (np.asarray(x) for x in (level.valid, level.board, level.remaining))
     assert not np.asarray(over).any()
-    big = 0
+    big = big2 = 0
     for i, (b, d) in enumerate(cases):
         mine = {(tuple(got_b[i, j]), tuple(np.repeat(np.arange(1, 7), got_r[i, j])))
                 for j in np.flatnonzero(valid[i])}
@@ -277,14 +287,14 @@ def test_complete_moves_equal_a_plain_python_search():
                 _py_rows(b, x) for x in set(d)):
             assert mine == ref and int(level.actions[i, 0, 0]) == rules.PASS_ACTION
             continue
-        assert mine == ref and valid[i].sum() == len(ref), (notation.encode_position_id(
-            gboards[i // len(_dice_cases())]), d)
+        assert mine == ref and valid[i].sum() == len(ref), (b.tolist(), d)
         big += len(ref) > afterstates_lib.SMALL_LEVELS
-        if i % 9 == 0:  # one state alone (no vmap: the two-dice or the doubles branch)
+        big2 += len(ref) > afterstates_lib.TWO_DICE_SLOTS and len(d) <= 2
+        if i % 9 == 0 or i >= len(cases) - 3:  # one state alone (no vmap: the two-dice or the doubles branch)
             one, _ = single(boards[i], rem[i], live[i])
             np.testing.assert_array_equal(np.asarray(one.valid), valid[i])
             np.testing.assert_array_equal(np.asarray(one.board)[valid[i]], got_b[i][valid[i]])
-    assert big > 5  # some states went through the retry at M
+    assert big > 5 and big2 >= 2  # some states went through the retries at M
 
 
 @pytest.mark.slow  # two more compiles of the whole listing (~1-2 min on 2 loaded cores)

@@ -202,3 +202,24 @@ def test_exact_bear_off_values_replace_the_network(net, play0):
     np.testing.assert_allclose(float(out.root_value[0]), best, rtol=1e-4, atol=1e-4)
     plain = play0(variables, batch)
     assert abs(float(plain.root_value[0]) - best) > 1e-3  # the untrained network differs
+
+
+@pytest.mark.parametrize("pack_div", [1, 4, 10_000])
+def test_valid_slots_valued_packed_equal_every_slot_valued(net, pack_div, monkeypatch):
+    """`valid_values` runs the network on the valid slots only when they fit in a
+    `PACK_DIV`-th of the slots: the values equal those of every slot valued (PACK_DIV 1: no
+    packing; 4: packed; 10,000: they do not fit, every slot through the `lax.cond`)."""
+    from turbozero.search import afterstate
+
+    evaluator, variables = net
+    monkeypatch.setattr(afterstate, "PACK_DIV", pack_div)
+    states = jax.tree_util.tree_map(lambda *x: jnp.stack(x), *[
+        bg.from_position_id(pid, roll) for pid, roll in POSITIONS])
+    config = AfterstatePlayerConfig(max_afterstates=64)
+    valuer = afterstate.AfterstateValuer(ENV, evaluator, variables, config)
+    moves = jax.vmap(lambda s: ENV.afterstates(s, 64))(states)
+    mover = states.current_player[:, None]
+    got = jax.jit(valuer.valid_values)(moves.states, moves.valid, mover, mover)
+    want = jnp.where(moves.valid, valuer.afterstate_values(moves.states, mover, mover), -jnp.inf)
+    assert int(moves.valid.sum()) <= moves.valid.size // 4  # the packed case is packed
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-6)

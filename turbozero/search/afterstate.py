@@ -77,6 +77,11 @@ class AfterstatePlayerConfig:
                              f"{self.exact!r}")
 
 
+# The valid afterstates are valued packed into this share of the slots when they fit
+# (`AfterstateValuer.valid_values`)
+PACK_DIV = 4
+
+
 def check_env(env: Env) -> None:
     """ValueError unless `env` lists complete moves and has chance events."""
     require_protocol(env, AfterstateEnv, "a complete-move player")
@@ -97,7 +102,13 @@ class AfterstateValuer:
         """The network's outputs at each state ([..., R]), the exact evaluator's where it
         knows the state."""
         shape = states.current_player.shape
-        obs = states.observation.reshape((-1,) + states.observation.shape[len(shape):])
+        if states.observation is None:  # listed afterstates carry none: observed here, for
+            # the slots valued (envs.afterstates, "observations on demand")
+            flat = jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[len(shape):]),
+                                          states)
+            obs = jax.vmap(self.env.observe)(flat)
+        else:
+            obs = states.observation.reshape((-1,) + states.observation.shape[len(shape):])
         _, out = self.evaluator.apply_fn(self.variables, obs)
         out = out.reshape(shape + out.shape[1:])
         if self.config.exact is not None:
@@ -119,6 +130,35 @@ class AfterstateValuer:
         if self.config.objective is None:
             return r
         return self.config.objective.terminal(r, player == root)
+
+    def valid_values(self, after: State, valid: jax.Array, mover: jax.Array,
+                     root: jax.Array) -> jax.Array:
+        """`afterstate_values` where `valid`, -inf elsewhere (same leading shape). The network
+        runs on the valid slots only, packed into a `PACK_DIV`-th of the slots, when they fit
+        (`lax.cond`: else on every slot): complete moves usually fill few of the M slots
+        (about 20 of 256 in the listings measured in docs/learning.md, where valuing the
+        empty ones was most of a TD iteration's network time)."""
+        shape = valid.shape
+        n = valid.size
+        cap = max(1, n // PACK_DIV)
+        flat = jax.tree_util.tree_map(lambda x: x.reshape((n,) + x.shape[len(shape):]), after)
+        mover_f = jnp.broadcast_to(mover, shape).reshape(n)
+        root_f = jnp.broadcast_to(root, shape).reshape(n)
+        ok = valid.reshape(n)
+        count = jnp.sum(ok)
+
+        def packed():
+            (idx,) = jnp.nonzero(ok, size=cap, fill_value=0)
+            sub = jax.tree_util.tree_map(lambda x: x[idx], flat)
+            v = self.afterstate_values(sub, mover_f[idx], root_f[idx])
+            dest = jnp.where(jnp.arange(cap) < count, idx, n)
+            return jnp.full(n, -jnp.inf, v.dtype).at[dest].set(v, mode="drop")
+
+        def every():
+            return self.afterstate_values(flat, mover_f, root_f)
+
+        q = every() if cap >= n else jax.lax.cond(count <= cap, packed, every)
+        return jnp.where(valid, q.reshape(shape), -jnp.inf)
 
     def afterstate_values(self, after: State, mover: jax.Array, root: jax.Array) -> jax.Array:
         """float32[...]: each afterstate's value for `mover` (same leading shape)."""
@@ -158,8 +198,7 @@ def _value(valuer: AfterstateValuer, states: State, plies: int, root: jax.Array)
     env, cfg = valuer.env, valuer.config
     moves = _afterstates(env, states, cfg.max_afterstates)
     mover = states.current_player[..., None]
-    q = valuer.afterstate_values(moves.states, mover, root[..., None])  # [..., M]
-    q = jnp.where(moves.valid, q, -jnp.inf)
+    q = valuer.valid_values(moves.states, moves.valid, mover, root[..., None])  # [..., M]
     if plies > 0:
         k = min(cfg.candidates, q.shape[-1])
         q_top, idx = jax.lax.top_k(q, k)  # [..., K]
@@ -207,7 +246,7 @@ def choose_afterstates(env: Env, evaluator: NetworkEvaluator, variables: Any, st
     moves = _afterstates(env, states, config.max_afterstates)  # [B, M]
     mover = states.current_player[:, None]
     root = jnp.broadcast_to(mover, moves.valid.shape)  # [B, M]
-    q = jnp.where(moves.valid, valuer.afterstate_values(moves.states, mover, root), -jnp.inf)
+    q = valuer.valid_values(moves.states, moves.valid, mover, root)
     idx = jnp.broadcast_to(jnp.arange(q.shape[1])[None, :], q.shape)
     if config.plies > 0:
         k = min(config.candidates, q.shape[-1])

@@ -239,6 +239,8 @@ class AfterstateTD(Algorithm):
         # the player to roll after the move: the loser where it ended the game, whose view
         # of it is the exact outcome stored
         roller = 1 - states.current_player
+        if chosen.observation is None:  # listed afterstates carry none; the replay keeps it
+            chosen = chosen.replace(observation=jax.vmap(self.env.observe)(chosen))
         if cfg.target.looks_ahead:
             joint = self._expectation(variables, chosen, roller)
         else:
