@@ -32,7 +32,7 @@ def test_a_replay_larger_than_memory_is_refused_before_anything_is_built(tmp_pat
     text = str(err.value)
     assert "\n" not in text
     # the replay dominates; the self-play search's trees are counted beside it
-    assert text.startswith("the run's state needs about 489.2 GiB (replay 484.0 GiB; ")
+    assert text.startswith("the run's state needs about 425.2 GiB (replay 420.0 GiB; ")
     assert "search trees 5.1 GiB" in text
     assert "lower num_envs=1048576 x replay_capacity=4096 positions" in text
     assert time.perf_counter() - start < 60  # shapes only: no allocation, no compile
