@@ -170,8 +170,9 @@ def test_env_features_option():
     assert s_raw.observation.shape == (203,) and s_lite.observation.shape == (218,)
     np.testing.assert_array_equal(np.asarray(s_lite.observation[:203]),
                                   np.asarray(s_raw.observation))
-    moves = lite.afterstates(s_lite)
-    assert moves.states.observation.shape[-1] == 218
+    moves = lite.afterstates(s_lite)  # listed bare: observed on demand, in the env's encoding
+    first = jax.tree_util.tree_map(lambda x: x[0], moves.states)
+    assert moves.states.observation is None and lite.observe(first).shape == (218,)
     with pytest.raises(ValueError, match="unknown features 'gnubg'; choose one of 'raw', "
                                          "'gnubg-lite'"):
         envs.make("backgammon", features="gnubg")
