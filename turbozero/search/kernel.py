@@ -296,6 +296,12 @@ def _select_leaves(
     child_cols = jnp.array([cols.visits, cols.virtual_loss, cols.value_sum, cols.value_sq_sum,
                             cols.reward], jnp.int32)
     mover_shift = jnp.array([0, 0, 1, 1, 1], jnp.int32)
+    # How a level reads its children's five numbers (the same numbers either way). On CPU a
+    # gather of whole child rows then a column pick ran the chess and Paco Ŝako searches at
+    # the speed of the arrays-per-field kernel, where a gather of five scattered numbers per
+    # child made chess 0.81x (docs/benchmarks.md, "Per-node statistics packed in one table");
+    # on the H200 the five-number gather is what was measured, and reads 4x less of the table.
+    rows_then_columns = jax.default_backend() == "cpu"
 
     def walk(j, w: _Walks) -> _Walks:
         kids_all = w.children
@@ -314,7 +320,10 @@ def _select_leaves(
             acts, kids, prior = _unpack_children(kids_all[rows, node])
             safe = jnp.where(kids != UNVISITED, kids, 0)
             which = child_cols[None] + mover_shift[None] * mover[:, None]  # [B, 5]
-            got = tab[rows[:, None, None], safe[:, :, None], which[:, None, :]]  # [B, K, 5]
+            if rows_then_columns:  # CPU: whole rows (contiguous), then the five columns
+                got = jnp.take_along_axis(tab[rows[:, None], safe], which[:, None, :], axis=2)
+            else:  # accelerators: the five numbers of each child, nothing more
+                got = tab[rows[:, None, None], safe[:, :, None], which[:, None, :]]  # [B, K, 5]
             node_vs = jnp.take_along_axis(row, (cols.value_sum + mover)[:, None], 1)[:, 0]
             parent_visits = row[:, cols.visits].astype(jnp.int32)
             stats = gathered_stats(
