@@ -43,12 +43,8 @@ import envs
 from turbozero.games import build_network, game_spec
 from turbozero.presets import get_preset
 from turbozero.search import (
-    AfterstatePlayerConfig, MctxPUCT, NetworkEvaluator, PUCTRoot, SpecPUCT, TreeSearchConfig, random_actions, search)
-
-try:  # the mctx family's config (named SearchConfig before issue 33)
-    from turbozero.search import MctxConfig
-except ImportError:  # pragma: no cover - older versions
-    from turbozero.search import SearchConfig as MctxConfig
+    AfterstatePlayerConfig, MctxConfig, MctxPUCT, NetworkEvaluator, PUCTRoot, SpecPUCT, TreeSearchConfig,
+    random_actions, search)
 # the repository root, for benchmarks.tools.timing
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 from benchmarks.tools.timing import time_compiled  # noqa: E402

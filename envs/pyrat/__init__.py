@@ -418,11 +418,6 @@ class PyRat(Env):
         require_unbatched(state, "pyrat: render_text")
         return render_text(state)
 
-    def render(self, state: PyRatState) -> str:
-        """Deprecated alias of `render_text` (the protocol's name)."""
-        require_unbatched(state, "pyrat: render")
-        return self.render_text(state)
-
     def _player_action_to_string(self, state, player: int, action: int) -> str:
         if not 0 <= action < self.num_actions:
             raise ValueError(f"pyrat: action {action} out of range [0, {self.num_actions})")

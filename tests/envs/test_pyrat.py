@@ -262,7 +262,7 @@ def test_observation_and_render(generated):
     np.testing.assert_array_equal(np.asarray(env.observe(s2, 1)),
                                   o2[::-1, ::-1][..., list(VIEW_CHANNELS)])
     assert env.opponent_view == (VIEW_CHANNELS, ACTION_SWAP)
-    text = env.render(s)
+    text = env.render_text(s)
     assert text.count("\n") == 2 * 7 + 1 and "1" in text and "2" in text and "c" in text
     assert env.observation_shape == (7, 7, NUM_PLANES) and NUM_PLANES == 17
 

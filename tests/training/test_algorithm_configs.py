@@ -151,15 +151,15 @@ def test_a_run_stored_before_reads_into_the_algorithm():
 
 def test_a_renamed_field_reads_from_a_stored_run_and_names_its_new_name():
     """`self_play_max_moves` became `max_self_play_steps` (the step limit's one name, issue 35):
-    a stored config reads into the new field; a keyword or `--set` with the old name is told the
-    new one."""
+    a stored config reads into the new field (migration.RENAMED_FIELDS); a `--set` with the old
+    name is told the new one; the class itself takes only today's name."""
     stored = {"__dataclass__": "turbozero.training.config:TrainConfig", "game": TTT,
               "self_play_max_moves": 7}
     assert config_from_json(stored).max_self_play_steps == 7
     with open(os.path.join(FIXTURE, "turbozero_run.json"), encoding="utf-8") as f:
         assert "self_play_max_moves" in json.load(f)["config"]  # the fixture keeps the old name
     assert load_run_config(FIXTURE).max_self_play_steps is None
-    with pytest.raises(ValueError, match="self_play_max_moves is now max_self_play_steps"):
+    with pytest.raises(TypeError, match="self_play_max_moves"):
         TrainConfig(game=TTT, self_play_max_moves=4)
     base = get_preset(TTT, "tiny")
     with pytest.raises(ValueError, match="self_play_max_moves is now max_self_play_steps"):
@@ -172,7 +172,7 @@ def test_classes_stored_under_a_module_that_moved_still_read():
     """Run directories name classes where they were when the run was made: the optimizer parts
     in turbozero.training.trainer (now updates.py), chess adjudication in
     turbozero.chess_adjudication (now turbozero.games.chess.adjudication); no shim module keeps
-    the old names (migration.MOVED_MODULES, with each game's from its package)."""
+    the old names (migration.MOVED_MODULES)."""
     from turbozero.games.chess.adjudication import MaterialScore
     from turbozero.training.updates import Optimizer
 
@@ -190,12 +190,12 @@ def test_classes_stored_under_a_module_that_moved_still_read():
 
 def test_the_cpu_self_play_step_limit_has_the_one_name():
     """CPUSelfPlayConfig.max_moves became max_steps (issue 35): stored, it reads into the new
-    field; as a keyword it is told the new name."""
+    field (migration.RENAMED_FIELDS); the class takes only today's name."""
     from turbozero.training.run_config import from_json
 
     stored = {"__dataclass__": "turbozero.search.cpu.selfplay:CPUSelfPlayConfig", "max_moves": 9}
     assert from_json(stored) == CPUSelfPlayConfig(max_steps=9)
-    with pytest.raises(ValueError, match="CPUSelfPlayConfig.max_moves is now max_steps"):
+    with pytest.raises(TypeError, match="max_moves"):
         CPUSelfPlayConfig(max_moves=9)
 
 

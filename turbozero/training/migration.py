@@ -5,8 +5,10 @@ A run directory stores its whole `TrainConfig` as JSON (`run_config.to_json`); e
 written must still evaluate and resume (tests/data/ttt_run is one, written before the algorithm
 was explicit). What changed, and how it is read:
 
-* classes whose module moved: the stored name is read at its new place (`MOVED_MODULES`; a
-  game's own moves come from its package, `turbozero.games.MOVED_MODULES`);
+* classes whose module moved, or whose name changed: the stored name is read at its new place
+  (`MOVED_MODULES`, `MOVED_CLASSES`; `SearchConfig` was `MctxConfig`'s name before issue 33);
+* fields renamed in place (`RENAMED_FIELDS`: the step limit's one name, issue 35): the stored
+  name is read into the new field, and a `--set` of the old name is told the new one;
 * `TrainConfig.search`, `eval_search` and `temperature_schedule`, the fields before
   `TrainConfig.algorithm`: read into the algorithm whose search it is (`upgrade`,
   `algorithm_with`); a config stored with no algorithm searched with mctx, the default then
@@ -28,9 +30,8 @@ was explicit). What changed, and how it is read:
   has none (`stored_state_shapes`), and the restore reads the leaves today's state names
   (orbax's restore into a target that lacks some stored leaves; tests/data/ttt_run resumes so).
 
-A field renamed in place is the class's own business (`validation.renamed_fields`, read by
-`run_config.from_json`). Nothing else in the library converts an old layout: `TrainConfig` takes
-only today's fields.
+Nothing else in the library converts an old layout: the config classes take only today's
+fields and names (a keyword of an old name is Python's TypeError).
 """
 
 from __future__ import annotations
@@ -38,7 +39,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Optional
 
-from turbozero.games import MOVED_MODULES as GAME_MODULES_MOVED
 from turbozero.search.acting import TemperatureSchedule
 from turbozero.search.cpu.selfplay import CPUSelfPlayConfig
 from turbozero.search.cpu.tree import CPUSearchConfig
@@ -53,12 +53,20 @@ from turbozero.training.config import TrainConfig
 # re-exporting shim module left at the old place
 MOVED_MODULES = {
     "turbozero.training.trainer": "turbozero.training.updates",  # issue 35, item 4
-    **GAME_MODULES_MOVED,
+    "turbozero.chess_adjudication": "turbozero.games.chess.adjudication",
 }
 # single classes that moved (old "module:Class" -> new)
 MOVED_CLASSES = {
     # TrainConfig had its own module from issue 35; runs before name the loop's
     "turbozero.training.loop:TrainConfig": "turbozero.training.config:TrainConfig",
+    # mctx's config before it was named for its family (issue 33)
+    "turbozero.search.mctx_policies:SearchConfig": "turbozero.search.mctx_policies:MctxConfig",
+}
+# fields renamed in place (class -> {old name: new name}): the step limit has one name, steps
+# (docs/architecture.md, "Glossary: one name per idea"; issue 35)
+RENAMED_FIELDS = {
+    TrainConfig: {"self_play_max_moves": "max_self_play_steps"},
+    CPUSelfPlayConfig: {"max_moves": "max_steps"},
 }
 # TrainConfig's fields before `algorithm` (run directories store them), and the field of the
 # algorithm config each became
@@ -95,6 +103,11 @@ def class_name(stored: str) -> str:
     stored = MOVED_CLASSES.get(stored, stored)
     module, sep, qualname = stored.partition(":")
     return f"{MOVED_MODULES.get(module, module)}{sep}{qualname}"
+
+
+def renamed_fields(cls: type) -> dict[str, str]:
+    """{old name: new name} of the fields of `cls` renamed since a run stored them."""
+    return RENAMED_FIELDS.get(cls, {})
 
 
 def stored_fields(cls: type) -> tuple[str, ...]:
@@ -215,6 +228,6 @@ def tuplify(value: Any) -> Any:
     return value
 
 
-__all__ = ["DROPPED_STATE_LEAVES", "MOVED_CLASSES", "MOVED_MODULES", "algorithm_with",
-           "class_name", "config_from_cli_json", "follow_search", "legacy_key", "stored_fields",
-           "stored_state_shapes", "tuplify", "upgrade"]
+__all__ = ["DROPPED_STATE_LEAVES", "MOVED_CLASSES", "MOVED_MODULES", "RENAMED_FIELDS",
+           "algorithm_with", "class_name", "config_from_cli_json", "follow_search", "legacy_key",
+           "renamed_fields", "stored_fields", "stored_state_shapes", "tuplify", "upgrade"]

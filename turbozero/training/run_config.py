@@ -89,7 +89,7 @@ def from_json(data: Any, where: str = "config") -> Any:
         # fields of an earlier layout are read into today's (migration.py)
         names = {f.name for f in dataclasses.fields(cls) if f.init} | set(
             migration.stored_fields(cls))
-        renamed = getattr(cls, "renamed_fields", {})
+        renamed = migration.renamed_fields(cls)
         kwargs = {renamed.get(k, k): v for k, v in data.items() if k != DATACLASS_TAG}
         unknown = sorted(set(kwargs) - names)
         if unknown:
@@ -497,7 +497,7 @@ def parse_overrides(config: Any, pairs: Sequence[str]) -> dict[str, Any]:
         if top not in names and migration.legacy_key(top, path):
             # the keys of earlier versions: search.x is algorithm.search.x (docs/training.md)
             top, path = migration.legacy_key(top, path)
-        renamed = getattr(type(config), "renamed_fields", {})
+        renamed = migration.renamed_fields(type(config))
         if top in renamed:
             raise ValueError(f"--set {key}: {type(config).__name__}.{top} is now "
                              f"{renamed[top]} (same meaning)")
