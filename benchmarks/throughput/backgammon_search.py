@@ -56,7 +56,7 @@ def _network(env, preset: str, run_dir: str | None, example_obs):
     if run_dir is not None:
         from turbozero.training import Trainer
         from turbozero.training.checkpoints import load_checkpoint, restore_network
-        from turbozero.training.run_config import load_run_config
+        from turbozero.runs import load_run_config
 
         trainer = Trainer(load_run_config(run_dir))
         trainer.state, step = load_checkpoint(run_dir, trainer.state, restore_network)

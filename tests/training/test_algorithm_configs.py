@@ -19,8 +19,9 @@ from turbozero.training.algorithm_configs import TD, AlphaZero, GraphSearch, MuZ
 from turbozero.training.migration import algorithm_with
 from turbozero.training.config import TrainConfig
 from turbozero.training.muzero import MuZeroConfig
-from turbozero.training.run_config import (config_from_json, config_to_json, load_run_config,
-                                           parse_overrides, with_overrides)
+from turbozero.runs import load_run_config
+from turbozero.training.run_config import (config_from_json, config_to_json, parse_overrides,
+                                           with_overrides)
 from turbozero.training.td import TDConfig
 
 FIXTURE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "ttt_run")

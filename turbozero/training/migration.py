@@ -23,7 +23,7 @@ was explicit). What changed, and how it is read:
 * the `--set` keys of those fields (`search.x` is `algorithm.search.x`, `temperature_schedule.x`
   is `algorithm.acting.x`; README commands use them): `legacy_key`;
 * run directories made before configs were stored: the preset and overrides of their
-  `cli.json` (`config_from_cli_json`);
+  `cli.json` (`config_from_cli_json`, called by `turbozero.runs` with the presets' builder);
 * checkpoints whose replay kept the trajectory fields (the action played, the root values per
   seat, the write counter) in every algorithm's replay, from before issue 44 (item 4) declared
   them MuZero's alone: the marker's shapes of those leaves are not compared when today's state
@@ -37,7 +37,7 @@ fields and names (a keyword of an old name is Python's TypeError).
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from turbozero.search.acting import TemperatureSchedule
 from turbozero.search.cpu.selfplay import CPUSelfPlayConfig
@@ -204,13 +204,10 @@ def follow_search(algorithm: Any) -> Any:
     return algorithm
 
 
-def config_from_cli_json(made: dict[str, Any]) -> Any:
+def config_from_cli_json(made: dict[str, Any], get_preset: Callable[..., Any]) -> Any:
     """The config of a run directory made before configs were stored: the preset and overrides
-    `turbozero train` recorded in its cli.json."""
-    # on use: only such old runs need a preset (presets sit above training; no other path of
-    # the library's training reads one)
-    from turbozero.presets import get_preset
-
+    `turbozero train` recorded in its cli.json, built by `get_preset` (`turbozero.presets`,
+    given by `turbozero.runs`: presets sit above training, which imports none)."""
     overrides = {k: tuplify(v) for k, v in made.get("overrides", {}).items()}
     legacy = {k: overrides.pop(k) for k in LEGACY_FIELDS if k in overrides}
     config = get_preset(made["game"], made["preset"], **overrides)
