@@ -275,3 +275,21 @@ def test_a_new_search_family_trains_after_one_registration():
                                 jax.random.PRNGKey(0))
     assert np.asarray(state.collector.env_state.legal_action_mask)[np.arange(4),
                                                                    np.asarray(acts)].all()
+
+
+def test_an_env_option_renamed_reads_from_a_stored_run():
+    """PyRat's `max_turns` and Paco Sako's `max_steps` became `max_episode_steps` (the
+    protocol's name, issue 44 item 5): a stored env_config with the old key reads as the new
+    (migration.RENAMED_ENV_OPTIONS), in a stored config and in a cli.json's overrides; the same
+    key of another game is left alone."""
+    from turbozero.training.migration import config_from_cli_json
+
+    stored = {"__dataclass__": "turbozero.training.config:TrainConfig", "game": "pyrat",
+              "env_config": [["width", 7], ["max_turns", 60]]}
+    assert config_from_json(stored).env_config == (("width", 7), ("max_episode_steps", 60))
+    stored = dict(stored, game="pacosako", env_config=[["max_steps", 30]])
+    assert config_from_json(stored).env_config == (("max_episode_steps", 30),)
+    stored = dict(stored, game="gomoku", env_config=[["max_steps", 30]])
+    assert config_from_json(stored).env_config == (("max_steps", 30),)
+    made = {"game": "pyrat", "preset": "tiny", "overrides": {"env_config": [["max_turns", 9]]}}
+    assert config_from_cli_json(made, get_preset).env_config == (("max_episode_steps", 9),)

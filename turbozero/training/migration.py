@@ -9,6 +9,8 @@ was explicit). What changed, and how it is read:
   (`MOVED_MODULES`, `MOVED_CLASSES`; `SearchConfig` was `MctxConfig`'s name before issue 33);
 * fields renamed in place (`RENAMED_FIELDS`: the step limit's one name, issue 35): the stored
   name is read into the new field, and a `--set` of the old name is told the new one;
+* env options renamed (`RENAMED_ENV_OPTIONS`: a game's former name of its step cap, now
+  `max_episode_steps` as the protocol's): the stored `env_config` key is read as the new one;
 * `TrainConfig.search`, `eval_search` and `temperature_schedule`, the fields before
   `TrainConfig.algorithm`: read into the algorithm whose search it is (`upgrade`,
   `algorithm_with`); a config stored with no algorithm searched with mctx, the default then
@@ -68,6 +70,12 @@ RENAMED_FIELDS = {
     TrainConfig: {"self_play_max_moves": "max_self_play_steps"},
     CPUSelfPlayConfig: {"max_moves": "max_steps"},
 }
+# env options renamed (game -> {old option: new option}): the envs' step caps had the game's
+# word before the protocol's one name (docs/envs.md)
+RENAMED_ENV_OPTIONS = {
+    "pyrat": {"max_turns": "max_episode_steps"},
+    "pacosako": {"max_steps": "max_episode_steps"},
+}
 # TrainConfig's fields before `algorithm` (run directories store them), and the field of the
 # algorithm config each became
 LEGACY_FIELDS = {"search": "search", "eval_search": "eval_search",
@@ -110,6 +118,12 @@ def renamed_fields(cls: type) -> dict[str, str]:
     return RENAMED_FIELDS.get(cls, {})
 
 
+def env_config(game: Any, pairs: Any) -> tuple:
+    """A stored `env_config` ((option, value) pairs) of `game` with today's option names."""
+    renamed = RENAMED_ENV_OPTIONS.get(game, {})
+    return tuple((renamed.get(k, k), v) for k, v in pairs)
+
+
 def stored_fields(cls: type) -> tuple[str, ...]:
     """Keys an old layout of `cls` stored that are no longer its fields (read by `upgrade`)."""
     return tuple(LEGACY_FIELDS) if cls is TrainConfig else ACTING_FIELDS.get(cls, ())
@@ -126,6 +140,8 @@ def upgrade(cls: type, values: dict[str, Any], stored: Optional[dict] = None) ->
     if cls is not TrainConfig:
         return values
     values = dict(values)
+    if "env_config" in values:
+        values["env_config"] = env_config(values.get("game"), values["env_config"])
     legacy = {k: values.pop(k) for k in LEGACY_FIELDS if k in values}
     acting = _cpu_acting((stored or {}).get("search"), legacy.get("temperature_schedule"))
     if acting is not None:
@@ -210,6 +226,8 @@ def config_from_cli_json(made: dict[str, Any], get_preset: Callable[..., Any]) -
     given by `turbozero.runs`: presets sit above training, which imports none)."""
     overrides = {k: tuplify(v) for k, v in made.get("overrides", {}).items()}
     legacy = {k: overrides.pop(k) for k in LEGACY_FIELDS if k in overrides}
+    if "env_config" in overrides:
+        overrides["env_config"] = env_config(made["game"], overrides["env_config"])
     config = get_preset(made["game"], made["preset"], **overrides)
     if legacy:
         config = dataclasses.replace(config, algorithm=algorithm_with(config.algorithm, **legacy))
@@ -225,6 +243,6 @@ def tuplify(value: Any) -> Any:
     return value
 
 
-__all__ = ["DROPPED_STATE_LEAVES", "MOVED_CLASSES", "MOVED_MODULES", "RENAMED_FIELDS",
-           "algorithm_with", "class_name", "config_from_cli_json", "follow_search", "legacy_key",
-           "renamed_fields", "stored_fields", "stored_state_shapes", "tuplify", "upgrade"]
+__all__ = ["DROPPED_STATE_LEAVES", "MOVED_CLASSES", "MOVED_MODULES", "RENAMED_ENV_OPTIONS",
+           "RENAMED_FIELDS", "algorithm_with", "class_name", "config_from_cli_json", "env_config",
+           "follow_search", "legacy_key", "renamed_fields", "stored_fields", "stored_state_shapes", "tuplify", "upgrade"]
