@@ -356,7 +356,7 @@ def test_resume_with_another_preset_is_an_error(tmp_path, capsys):
 
 
 def test_run_made_before_configs_were_stored_is_read_from_its_cli_json(tmp_path):
-    from turbozero.training.run_config import load_run_config
+    from turbozero.runs import load_run_config
 
     (tmp_path / MARKER).write_text(json.dumps({"game": GAME, "network": {}}))
     (tmp_path / "cli.json").write_text(json.dumps(

@@ -21,6 +21,7 @@ from turbozero import presets
 from turbozero.compile_cache import enable_compilation_cache
 from turbozero.games import GAMES, game_hook, game_spec
 from turbozero.play import load_agent, move_text_for, play_game, playable_games
+from turbozero.runs import evaluation_config, load_run_config
 from turbozero.search.checks import evaluator_error_line
 from turbozero.training import Trainer, distributed, report
 from turbozero.training.algorithms import tree_config
@@ -30,8 +31,7 @@ from turbozero.training.loop import TrainingInterrupted
 from turbozero.training.evaluation import check_duplicate_games
 from turbozero.training.metrics import plot_metrics
 from turbozero.training.nonfinite import NonFiniteTraining
-from turbozero.training.run_config import (evaluation_config, load_run_config, parse_overrides,
-                                           with_overrides)
+from turbozero.training.run_config import parse_overrides, with_overrides
 from turbozero.validation import check_int
 
 DEFAULT_PRESET = "tiny"

@@ -24,12 +24,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from turbozero.games import GAMES, game_hook
+from turbozero.runs import evaluation_config
 from turbozero.search.afterstate import (AfterstatePlayerConfig, AfterstateValuer, _lookahead,
                                          check_env, choose_afterstates)
 from turbozero.search.api import NetworkEvaluator
 from turbozero.training import Trainer
 from turbozero.training.checkpoints import load_checkpoint, restore_network
-from turbozero.training.run_config import evaluation_config, with_overrides
+from turbozero.training.run_config import with_overrides
 from turbozero.validation import check_int
 
 # Every complete move of a position is listed for the person, so any legal move typed is found:

@@ -16,10 +16,9 @@ An integer is also within int32 unless its field says otherwise (JAX holds integ
 
 from __future__ import annotations
 
-import functools
 import math
 import numbers
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 
 def _bounds(minimum, maximum, above) -> str:
@@ -108,25 +107,3 @@ def check_static_real(name: str, value: Any, **bounds) -> None:
     if getattr(value, "shape", None) == ():
         value = value.item()
     check_real(name, value, **bounds)
-
-
-def renamed_fields(**old_to_new: str) -> Callable[[type], type]:
-    """Class decorator for a config dataclass whose fields were renamed (old=new): a keyword
-    with an old name raises a ValueError naming the new one, and `cls.renamed_fields` lets
-    run_config.from_json read configs that run directories stored under the old names."""
-
-    def wrap(cls: type) -> type:
-        init = cls.__init__
-
-        @functools.wraps(init)
-        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-            for old, new in old_to_new.items():
-                if old in kwargs:
-                    raise ValueError(f"{cls.__name__}.{old} is now {new} (same meaning)")
-            init(self, *args, **kwargs)
-
-        cls.__init__ = __init__  # type: ignore[method-assign]
-        cls.renamed_fields = dict(old_to_new)  # type: ignore[attr-defined]
-        return cls
-
-    return wrap

@@ -42,11 +42,12 @@ def main() -> None:
     import gnubg_nn
 
     from envs.backgammon import gnubg_bridge, notation, rules
+    from turbozero.runs import evaluation_config
     from turbozero.search.afterstate import AfterstatePlayerConfig, choose_afterstates
     from turbozero.search.api import NetworkEvaluator
     from turbozero.training import Trainer
     from turbozero.training.checkpoints import load_checkpoint, restore_network
-    from turbozero.training.run_config import evaluation_config, with_overrides
+    from turbozero.training.run_config import with_overrides
 
     config = with_overrides(evaluation_config(args.run_dir), {"num_envs": 1, "replay_capacity": 2,
                                                               "batch_size": 1, "eval_games": 1})

@@ -20,7 +20,7 @@ from envs.chess.material import material
 from turbozero.cli import enable_compilation_cache
 from turbozero.training import Trainer
 from turbozero.training.checkpoints import load_checkpoint, restore_network
-from turbozero.training.run_config import load_run_config
+from turbozero.runs import load_run_config
 
 NUM_POSITIONS = 512
 LEAD_BINS = ((-99, -3), (-2, -1), (0, 0), (1, 2), (3, 99))  # pawns, the mover's lead

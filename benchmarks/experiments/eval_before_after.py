@@ -23,7 +23,7 @@ from turbozero.cli import enable_compilation_cache
 from turbozero.search import OnePlyConfig
 from turbozero.training import Trainer
 from turbozero.training.checkpoints import load_checkpoint, restore_network
-from turbozero.training.run_config import evaluation_config
+from turbozero.runs import evaluation_config
 
 
 def main() -> None:

@@ -43,12 +43,8 @@ import envs
 from turbozero.games import build_network, game_spec
 from turbozero.presets import get_preset
 from turbozero.search import (
-    AfterstatePlayerConfig, MctxPUCT, NetworkEvaluator, PUCTRoot, SpecPUCT, TreeSearchConfig, random_actions, search)
-
-try:  # the mctx family's config (named SearchConfig before issue 33)
-    from turbozero.search import MctxConfig
-except ImportError:  # pragma: no cover - older versions
-    from turbozero.search import SearchConfig as MctxConfig
+    AfterstatePlayerConfig, MctxConfig, MctxPUCT, NetworkEvaluator, PUCTRoot, SpecPUCT, TreeSearchConfig,
+    random_actions, search)
 # the repository root, for benchmarks.tools.timing
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 from benchmarks.tools.timing import time_compiled  # noqa: E402
@@ -60,7 +56,7 @@ def _network(env, preset: str, run_dir: str | None, example_obs):
     if run_dir is not None:
         from turbozero.training import Trainer
         from turbozero.training.checkpoints import load_checkpoint, restore_network
-        from turbozero.training.run_config import load_run_config
+        from turbozero.runs import load_run_config
 
         trainer = Trainer(load_run_config(run_dir))
         trainer.state, step = load_checkpoint(run_dir, trainer.state, restore_network)

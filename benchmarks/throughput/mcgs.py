@@ -90,7 +90,7 @@ def speed(sims, quick):
     games = 2 if quick else 6
     states = jax.vmap(env.init)(jax.random.split(jax.random.PRNGKey(2), games))
     pyg = [game_from_maze(env.to_maze(jax.tree_util.tree_map(lambda x: x[b], states)),
-                          env.max_turns) for b in range(games)]
+                          env.max_episode_steps) for b in range(games)]
     t0 = time.perf_counter()
     for game in pyg:
         ReferenceMCGS(env.width, cfg.c_puct, cfg.fpu_offset).search(game, sims)

@@ -139,15 +139,10 @@ class PacoSako(Env):
 
     def __init__(self, use_perspective: bool = True, with_must_lift: bool = True,
                  with_must_promote: bool = True, max_episode_steps: Optional[int] = None,
-                 draw_after_repetitions: int = R.DRAW_AFTER_REPETITIONS,
-                 max_steps: Optional[int] = None):
-        # `max_steps` is the former name of `max_episode_steps` (kept for configs and callers)
-        if max_steps is not None and max_episode_steps is not None:
-            raise ValueError("pacosako: give max_episode_steps or its old name max_steps, "
-                             "not both")
-        cap = max_episode_steps if max_steps is None else max_steps
+                 draw_after_repetitions: int = R.DRAW_AFTER_REPETITIONS):
+        cap = max_episode_steps
         if cap is not None:
-            cap = integer("pacosako", "max_episode_steps (max_steps)", cap, minimum=1)
+            cap = integer("pacosako", "max_episode_steps", cap, minimum=1)
         self.use_perspective = bool(use_perspective)
         self.with_must_lift = bool(with_must_lift)
         self.with_must_promote = bool(with_must_promote)
@@ -156,11 +151,6 @@ class PacoSako(Env):
         self.draw_after_repetitions = integer("pacosako", "draw_after_repetitions",
                                               draw_after_repetitions, minimum=0)
         self._start = N.parse(START)
-
-    @property
-    def max_steps(self) -> Optional[int]:
-        """The former name of `max_episode_steps`."""
-        return self.max_episode_steps
 
     # ------------------------------------------------------------- one API shape
     def action_to_string(self, state: PacoSakoState, action) -> str:

@@ -116,11 +116,6 @@ def ray_targets(ray, occ, blocker_ok):
     return free & (~o | _gather(blocker_ok, ray))
 
 
-def slider_targets(occ, blocker_ok):
-    """bool[64 src, 8 dir, 7 step] ray_targets from every square."""
-    return ray_targets(jnp.asarray(RAY), occ, blocker_ok)
-
-
 # one-hot of every ray step's square: [64 src, 8 dir * 7 step, 64 dst] (off-board rows are 0)
 RAY_ONEHOT = (RAY.reshape(64, 56)[:, :, None] == np.arange(64)[None, None, :]).astype(np.float32)
 RAY_TARGETS = RAY_ONEHOT.reshape(64, 56, 64) > 0  # [src, ray step, dst]

@@ -16,7 +16,7 @@ Rules (details and choices in docs/pyrat.md):
 * a rat on a cheese takes it (+1); both rats arriving on it together take 0.5 each.
 * the game ends (``terminated``) when a score exceeds half the starting cheese or no cheese is
   left; it is cut (``truncated``, the protocol's meaning: stopped by the step cap) when
-  `max_episode_steps` turns (alias `max_turns`) have been played without such an end.
+  `max_episode_steps` turns have been played without such an end.
 
 The state keeps the scores (`scores`), so a trainer can compute "cheese each player will still
 collect" from any position as final score minus current score.
@@ -131,15 +131,10 @@ class PyRat(Env):
     def __init__(self, width: Optional[int] = None, height: Optional[int] = None,
                  cheese_count: Optional[int] = None, max_episode_steps: Optional[int] = None,
                  wall_density: float = 0.7, mud_density: float = 0.1, mud_range: int = 3,
-                 open_maze: bool = False, maze: Union[None, str, dict, Maze] = None,
-                 max_turns: Optional[int] = None) -> None:
-        # `max_turns` is the former name of `max_episode_steps` (kept for configs and callers)
-        if max_turns is not None and max_episode_steps is not None:
-            raise ValueError("pyrat: give max_episode_steps or its old name max_turns, not both")
-        cap = max_episode_steps if max_turns is None else max_turns
-        cap = 300 if cap is None else cap
+                 open_maze: bool = False, maze: Union[None, str, dict, Maze] = None) -> None:
+        cap = 300 if max_episode_steps is None else max_episode_steps
         # bounded: a Zobrist key per turn is built up front (2**40 turns asked for 16 TiB)
-        self.max_episode_steps = integer("pyrat", "max_episode_steps (max_turns)", cap,
+        self.max_episode_steps = integer("pyrat", "max_episode_steps", cap,
                                          minimum=1, maximum=MAX_TURNS)
         self.fixed_maze: Optional[Maze] = None
         if maze is not None:
@@ -408,20 +403,10 @@ class PyRat(Env):
         return jnp.where(ok, best, STAY).astype(jnp.int32)
 
     # ------------------------------------------------------------------ display
-    @property
-    def max_turns(self) -> int:
-        """The former name of `max_episode_steps`."""
-        return self.max_episode_steps
-
     def render_text(self, state: PyRatState) -> str:
         """A text picture of an unbatched state (top row first); see docs/pyrat.md."""
         require_unbatched(state, "pyrat: render_text")
         return render_text(state)
-
-    def render(self, state: PyRatState) -> str:
-        """Deprecated alias of `render_text` (the protocol's name)."""
-        require_unbatched(state, "pyrat: render")
-        return self.render_text(state)
 
     def _player_action_to_string(self, state, player: int, action: int) -> str:
         if not 0 <= action < self.num_actions:

@@ -90,17 +90,22 @@ def test_api_shape_round_trips(case):
 
 
 def test_max_episode_steps_and_old_names():
+    """The step cap is `max_episode_steps` everywhere; chess keeps its word (plies) beside it.
+    PyRat's `max_turns` and Paco Sako's `max_steps` are gone from Python (a stored run's
+    env_config with them reads through training/migration.py)."""
     assert envs.make("chess", max_plies=30).max_episode_steps == 30
     assert envs.make("chess", max_episode_steps=30).max_plies == 30
-    assert envs.make("pyrat", max_turns=30).max_episode_steps == 30
-    assert envs.make("pacosako", max_steps=30).max_episode_steps == 30
+    assert envs.make("pyrat", max_episode_steps=30).max_episode_steps == 30
+    assert envs.make("pacosako", max_episode_steps=30).max_episode_steps == 30
     assert envs.make("pacosako").max_episode_steps is None
     assert envs.make("backgammon").max_episode_steps is None
     for name, bad in (("pyrat", {"max_episode_steps": 0}), ("chess", {"max_episode_steps": 0}),
-                      ("pacosako", {"max_episode_steps": -3}),
-                      ("pyrat", {"max_turns": 5, "max_episode_steps": 5})):
+                      ("pacosako", {"max_episode_steps": -3})):
         with pytest.raises(ValueError, match="max_episode_steps"):
             envs.make(name, **bad)
+    for name, old in (("pyrat", "max_turns"), ("pacosako", "max_steps")):
+        with pytest.raises(TypeError, match=old):
+            envs.make(name, **{old: 30})
 
 
 def test_chess_max_legal_actions_is_the_known_maximum():

@@ -23,8 +23,8 @@ PLIES = 40
 CONFIGS = {
     "backgammon": {},
     "chess": {"max_plies": 30},
-    "pacosako": {"max_steps": 30},
-    "pyrat": {"width": 7, "height": 7, "cheese_count": 5, "max_turns": 20},
+    "pacosako": {"max_episode_steps": 30},
+    "pyrat": {"width": 7, "height": 7, "cheese_count": 5, "max_episode_steps": 20},
     "gomoku": {"size": 9, "win_length": 4, "view": 5, "max_steps": 30},
     "pgx/tic_tac_toe": {},
 }

@@ -58,7 +58,7 @@ def test_generated_mazes_connected_symmetric_consistent(generated):
     assert (inner >= 2).any()  # some mud
     env, st = generated[(9, 5)]  # open maze: no inner wall
     assert (st.maze[:, :, :-1, RIGHT] > 0).all() and (st.maze[:, :-1, :, UP] > 0).all()
-    assert generated[(21, 15)][0].max_turns == 300
+    assert generated[(21, 15)][0].max_episode_steps == 300
 
 
 def test_components_agree_with_breadth_first_search():
@@ -160,8 +160,8 @@ def test_shared_cheese_and_end_rules():
     s1 = play(env, s, [RIGHT, STAY], [RIGHT, STAY])
     assert float(s1.scores[0]) == 2.0 and bool(s1.terminated) and bool(s1.cheese[0, 3])
     # the turn limit cuts the game: truncated (the protocol's meaning), not terminated
-    for env, s in (fixed(maze, max_turns=3), fixed(maze, max_episode_steps=3)):
-        assert env.max_episode_steps == env.max_turns == 3
+    for env, s in (fixed(maze, max_episode_steps=3),):
+        assert env.max_episode_steps == 3
         s1 = play(env, s, [STAY, STAY], [STAY, STAY])
         assert not bool(s1.terminated) and not bool(s1.truncated)
         s2 = play(env, s1, [STAY, STAY])
@@ -173,14 +173,14 @@ def test_shared_cheese_and_end_rules():
 
 
 def test_random_play_agrees_with_plain_python_rules():
-    env = PyRat(width=7, height=5, cheese_count=9, mud_density=0.4, max_turns=60)
+    env = PyRat(width=7, height=5, cheese_count=9, mud_density=0.4, max_episode_steps=60)
     keys = jax.random.split(jax.random.PRNGKey(7), 2)
     step = jax.jit(env.step)
     outcomes = jax.jit(env.effective_outcomes)
     rng = np.random.default_rng(0)
     for k in keys:
         s = env.init(k)
-        game = game_from_maze(env.to_maze(s), env.max_turns)
+        game = game_from_maze(env.to_maze(s), env.max_episode_steps)
         while not game.is_over():
             n, outs, a2i = (np.asarray(x) for x in outcomes(s))
             for p in range(2):
@@ -262,7 +262,7 @@ def test_observation_and_render(generated):
     np.testing.assert_array_equal(np.asarray(env.observe(s2, 1)),
                                   o2[::-1, ::-1][..., list(VIEW_CHANNELS)])
     assert env.opponent_view == (VIEW_CHANNELS, ACTION_SWAP)
-    text = env.render(s)
+    text = env.render_text(s)
     assert text.count("\n") == 2 * 7 + 1 and "1" in text and "2" in text and "c" in text
     assert env.observation_shape == (7, 7, NUM_PLANES) and NUM_PLANES == 17
 
@@ -322,8 +322,8 @@ def test_bad_config():
         PyRat(width=6, height=4, cheese_count=5)
     with pytest.raises(ValueError, match="disagrees"):
         PyRat(maze=MAZE_MUD, width=7)
-    with pytest.raises(ValueError, match="max_turns"):
-        PyRat(max_turns=0)
+    with pytest.raises(ValueError, match="max_episode_steps"):
+        PyRat(max_episode_steps=0)
     with pytest.raises(ValueError, match="wall_density"):
         PyRat(wall_density=1.5)
     with pytest.raises(ValueError, match="cannot read"):
@@ -342,7 +342,7 @@ def test_greedy_baseline():
     np.testing.assert_array_equal(env.distance_to_cheese(s), [[3, 0], [2, 1]])
     np.testing.assert_array_equal(env.greedy_actions(s), [UP, RIGHT])
     # greedy collects more than random on generated mazes (batched)
-    env = PyRat(width=7, height=7, cheese_count=10, max_turns=60)
+    env = PyRat(width=7, height=7, cheese_count=10, max_episode_steps=60)
     states = jax.vmap(env.init)(jax.random.split(jax.random.PRNGKey(3), 16))
 
     @jax.jit

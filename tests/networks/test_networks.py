@@ -93,7 +93,7 @@ def test_two_player_net_is_one_player_net_seen_from_both_sides():
     from envs.pyrat import ACTION_SWAP
     from turbozero.games import build_network, game_spec
 
-    env = envs.make("pyrat", width=7, height=5, cheese_count=5, max_turns=60)
+    env = envs.make("pyrat", width=7, height=5, cheese_count=5, max_episode_steps=60)
     s = env.init(jax.random.PRNGKey(3))
     for a in ([1, 4], [0, 4], [1, 4], [0, 4]):  # player 1 walks, player 2 stays
         s = env.step(s, jnp.array(a))
@@ -119,7 +119,7 @@ def test_two_player_net_learns_greedy_pyrat_policy_on_unseen_mazes():
     import envs
     from turbozero.games import build_network, game_spec
 
-    env = envs.make("pyrat", width=7, height=7, cheese_count=10, max_turns=60)
+    env = envs.make("pyrat", width=7, height=7, cheese_count=10, max_episode_steps=60)
     net = build_network(game_spec("pyrat"), env, {"num_filters": 16, "num_layers": 2, "hidden": 64})
     assert net.gather_planes == env.player_planes
 

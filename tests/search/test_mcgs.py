@@ -52,7 +52,7 @@ def test_env_without_graph_search_methods_is_refused_at_construction():
 
 
 def test_search_finds_adjacent_cheese_and_recommends_it():
-    env = PyRat(maze=GREEDY_MAZE, max_turns=20)
+    env = PyRat(maze=GREEDY_MAZE, max_episode_steps=20)
     cfg = MCGSConfig(num_simulations=48)
     out = mcgs_fn(uniform_eval_fn, env, cfg)(None, roots(env, 2), jax.random.PRNGKey(1))
     pol = np.asarray(out.policy)
@@ -72,7 +72,7 @@ def test_search_finds_adjacent_cheese_and_recommends_it():
 
 
 def test_network_evaluator_batch_and_tree_mode():
-    env = PyRat(width=7, height=7, cheese_count=10, max_turns=40)
+    env = PyRat(width=7, height=7, cheese_count=10, max_episode_steps=40)
     net = TwoPlayerNet(num_filters=8, num_layers=1, hidden=16)
     r = roots(env, 3)
     params = net.init(jax.random.PRNGKey(0), r.observation)
@@ -104,7 +104,7 @@ def test_network_evaluator_batch_and_tree_mode():
 
 
 def test_full_table_is_reported_not_overrun():
-    env = PyRat(maze=GREEDY_MAZE, max_turns=20)
+    env = PyRat(maze=GREEDY_MAZE, max_episode_steps=20)
     out = mcgs_fn(uniform_eval_fn, env, MCGSConfig(num_simulations=30, capacity=6))(
         None, roots(env, 1), jax.random.PRNGKey(0))
     st = {k: int(np.asarray(v)[0]) for k, v in out.stats.items()}
@@ -128,7 +128,7 @@ CORRIDOR = {"width": 5, "height": 1, "walls": [], "mud": [], "cheese": [[1, 0], 
 
 
 def _corridor_states():
-    env = PyRat(maze=CORRIDOR, max_turns=10)
+    env = PyRat(maze=CORRIDOR, max_episode_steps=10)
     s = env.init(jax.random.PRNGKey(0))
     step = jax.jit(env.step)
     won = step(step(s, jnp.array([RIGHT, STAY])), jnp.array([RIGHT, STAY]))
@@ -210,7 +210,7 @@ def test_hash_collisions_neither_merge_positions_nor_hide_transpositions(bits):
     """With a key that collides for almost every pair of positions (all of them at bits=0), the
     graph is the one the full key gives, node for node: each position is found wherever its
     node sits among the colliding ones, and a colliding one is never taken for it."""
-    kw = dict(width=7, height=7, cheese_count=10, max_turns=40)
+    kw = dict(width=7, height=7, cheese_count=10, max_episode_steps=40)
     env, weak = PyRat(**kw), _CollidingPyRat(bits, **kw)
     r = roots(env, 3)
     cfg = MCGSConfig(num_simulations=40)
@@ -233,7 +233,7 @@ def test_hash_collisions_neither_merge_positions_nor_hide_transpositions(bits):
 def test_first_selection_follows_the_prior():
     # player 1 at (0, 0): outcomes UP, RIGHT, stay; player 2 at (4, 4): DOWN, LEFT, stay. The
     # preferred outcome is never outcome 0, the one a sqrt(N) exploration term takes on the tie.
-    env = PyRat(maze=OPEN_5x5, max_turns=10)
+    env = PyRat(maze=OPEN_5x5, max_episode_steps=10)
     fn = mcgs_fn(prefer_eval, env, MCGSConfig(num_simulations=2))  # root, then 1 selection
     for p1_action, p2_action in ((RIGHT, 3), (4, 3), (RIGHT, 4)):
         g = fn(jnp.array([p1_action, p2_action]), roots(env, 1), jax.random.PRNGKey(0)).graph
@@ -248,7 +248,7 @@ def test_first_selection_follows_the_prior():
 def test_first_selection_with_the_spec_floor_ties_to_outcome_zero():
     # exploration_floor=0 is the spec's sqrt(N): at the fresh root every outcome scores the FPU
     # value and both players take outcome 0, whatever the priors prefer
-    env = PyRat(maze=OPEN_5x5, max_turns=10)
+    env = PyRat(maze=OPEN_5x5, max_episode_steps=10)
     fn = mcgs_fn(prefer_eval, env, MCGSConfig(num_simulations=2, exploration_floor=0.0))
     for p1_action, p2_action in ((RIGHT, 3), (4, 3)):
         g = fn(jnp.array([p1_action, p2_action]), roots(env, 1), jax.random.PRNGKey(0)).graph
@@ -264,7 +264,7 @@ def test_bad_exploration_floor():
 
 
 def test_root_noise_over_valid_outcomes_only():
-    env = PyRat(maze=OPEN_5x5, max_turns=10)
+    env = PyRat(maze=OPEN_5x5, max_episode_steps=10)
     r = roots(env, 4)  # four copies of one root; each rat has 3 valid outcomes of 5 there
     prefer = jnp.array([RIGHT, 3])
     noisy = mcgs_fn(prefer_eval, env, MCGSConfig(num_simulations=8, dirichlet_fraction=0.25))(
@@ -308,7 +308,7 @@ def test_bad_noise_settings():
 def test_walk_unroll_changes_the_loop_trips_not_the_graph():
     """Levels per loop trip of the descent and the backup (issue 46) leave the graph, the
     policy and the action bit for bit as they are; the counted trips fall."""
-    env = PyRat(maze=GREEDY_MAZE, max_turns=20)
+    env = PyRat(maze=GREEDY_MAZE, max_episode_steps=20)
     out = {u: mcgs_fn(uniform_eval_fn, env, MCGSConfig(num_simulations=24, walk_unroll=u))(
         None, roots(env, 2), jax.random.PRNGKey(3)) for u in (1, 3)}
     for a, b in zip(jax.tree_util.tree_leaves((out[1].graph, out[1].policy, out[1].action)),

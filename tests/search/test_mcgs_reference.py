@@ -79,7 +79,7 @@ def kernel_results():
     import envs
     from turbozero.search.mcgs import MCGSConfig, mcgs_search
 
-    envs_ = [envs.make("pyrat", maze=m, max_turns=MAX_TURNS) for m in MAZES]
+    envs_ = [envs.make("pyrat", maze=m, max_episode_steps=MAX_TURNS) for m in MAZES]
     roots = jax.tree_util.tree_map(lambda *x: np.stack(x),
                                    *[e.init(jax.random.PRNGKey(0)) for e in envs_])
     results = {}

@@ -19,8 +19,9 @@ from turbozero.training.algorithm_configs import TD, AlphaZero, GraphSearch, MuZ
 from turbozero.training.migration import algorithm_with
 from turbozero.training.config import TrainConfig
 from turbozero.training.muzero import MuZeroConfig
-from turbozero.training.run_config import (config_from_json, config_to_json, load_run_config,
-                                           parse_overrides, with_overrides)
+from turbozero.runs import load_run_config
+from turbozero.training.run_config import (config_from_json, config_to_json, parse_overrides,
+                                           with_overrides)
 from turbozero.training.td import TDConfig
 
 FIXTURE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "ttt_run")
@@ -151,15 +152,15 @@ def test_a_run_stored_before_reads_into_the_algorithm():
 
 def test_a_renamed_field_reads_from_a_stored_run_and_names_its_new_name():
     """`self_play_max_moves` became `max_self_play_steps` (the step limit's one name, issue 35):
-    a stored config reads into the new field; a keyword or `--set` with the old name is told the
-    new one."""
+    a stored config reads into the new field (migration.RENAMED_FIELDS); a `--set` with the old
+    name is told the new one; the class itself takes only today's name."""
     stored = {"__dataclass__": "turbozero.training.config:TrainConfig", "game": TTT,
               "self_play_max_moves": 7}
     assert config_from_json(stored).max_self_play_steps == 7
     with open(os.path.join(FIXTURE, "turbozero_run.json"), encoding="utf-8") as f:
         assert "self_play_max_moves" in json.load(f)["config"]  # the fixture keeps the old name
     assert load_run_config(FIXTURE).max_self_play_steps is None
-    with pytest.raises(ValueError, match="self_play_max_moves is now max_self_play_steps"):
+    with pytest.raises(TypeError, match="self_play_max_moves"):
         TrainConfig(game=TTT, self_play_max_moves=4)
     base = get_preset(TTT, "tiny")
     with pytest.raises(ValueError, match="self_play_max_moves is now max_self_play_steps"):
@@ -172,7 +173,7 @@ def test_classes_stored_under_a_module_that_moved_still_read():
     """Run directories name classes where they were when the run was made: the optimizer parts
     in turbozero.training.trainer (now updates.py), chess adjudication in
     turbozero.chess_adjudication (now turbozero.games.chess.adjudication); no shim module keeps
-    the old names (migration.MOVED_MODULES, with each game's from its package)."""
+    the old names (migration.MOVED_MODULES)."""
     from turbozero.games.chess.adjudication import MaterialScore
     from turbozero.training.updates import Optimizer
 
@@ -190,12 +191,12 @@ def test_classes_stored_under_a_module_that_moved_still_read():
 
 def test_the_cpu_self_play_step_limit_has_the_one_name():
     """CPUSelfPlayConfig.max_moves became max_steps (issue 35): stored, it reads into the new
-    field; as a keyword it is told the new name."""
+    field (migration.RENAMED_FIELDS); the class takes only today's name."""
     from turbozero.training.run_config import from_json
 
     stored = {"__dataclass__": "turbozero.search.cpu.selfplay:CPUSelfPlayConfig", "max_moves": 9}
     assert from_json(stored) == CPUSelfPlayConfig(max_steps=9)
-    with pytest.raises(ValueError, match="CPUSelfPlayConfig.max_moves is now max_steps"):
+    with pytest.raises(TypeError, match="max_moves"):
         CPUSelfPlayConfig(max_moves=9)
 
 
@@ -274,3 +275,21 @@ def test_a_new_search_family_trains_after_one_registration():
                                 jax.random.PRNGKey(0))
     assert np.asarray(state.collector.env_state.legal_action_mask)[np.arange(4),
                                                                    np.asarray(acts)].all()
+
+
+def test_an_env_option_renamed_reads_from_a_stored_run():
+    """PyRat's `max_turns` and Paco Sako's `max_steps` became `max_episode_steps` (the
+    protocol's name, issue 44 item 5): a stored env_config with the old key reads as the new
+    (migration.RENAMED_ENV_OPTIONS), in a stored config and in a cli.json's overrides; the same
+    key of another game is left alone."""
+    from turbozero.training.migration import config_from_cli_json
+
+    stored = {"__dataclass__": "turbozero.training.config:TrainConfig", "game": "pyrat",
+              "env_config": [["width", 7], ["max_turns", 60]]}
+    assert config_from_json(stored).env_config == (("width", 7), ("max_episode_steps", 60))
+    stored = dict(stored, game="pacosako", env_config=[["max_steps", 30]])
+    assert config_from_json(stored).env_config == (("max_episode_steps", 30),)
+    stored = dict(stored, game="gomoku", env_config=[["max_steps", 30]])
+    assert config_from_json(stored).env_config == (("max_steps", 30),)
+    made = {"game": "pyrat", "preset": "tiny", "overrides": {"env_config": [["max_turns", 9]]}}
+    assert config_from_cli_json(made, get_preset).env_config == (("max_episode_steps", 9),)

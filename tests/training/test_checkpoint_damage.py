@@ -65,7 +65,8 @@ def base_run(tmp_path_factory):
 
 
 def test_run_directory_stores_its_full_config(base_run):
-    from turbozero.training.run_config import config_from_json, load_run_config
+    from turbozero.runs import load_run_config
+    from turbozero.training.run_config import config_from_json
 
     with open(os.path.join(base_run[0], MARKER), encoding="utf-8") as f:
         assert config_from_json(json.load(f)["config"]) == _config()

@@ -15,7 +15,7 @@ def test_pyrat_trains_through_the_shared_loop_with_mcgs():
         "pyrat", "tiny", num_iterations=2, num_envs=8, collect_steps=10, train_steps=4,
         batch_size=32, replay_capacity=40, eval_every=2, eval_games=8, max_eval_steps=20,
         eval_opponents=("greedy",),
-        env_config=(("width", 5), ("height", 5), ("cheese_count", 5), ("max_turns", 20)),
+        env_config=(("width", 5), ("height", 5), ("cheese_count", 5), ("max_episode_steps", 20)),
     )
     cfg = dataclasses.replace(cfg, algorithm=dataclasses.replace(
         cfg.algorithm, search=MCGSConfig(num_simulations=8)))

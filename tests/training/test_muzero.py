@@ -312,7 +312,7 @@ def test_trainer_runs_muzero_on_three_player_gomoku(tmp_path):
     assert res["wins"] + res["draws"] + res["losses"] == 6
     # resume from the run directory: same config, the model restored
     from turbozero.training import Trainer
-    from turbozero.training.run_config import load_run_config
+    from turbozero.runs import load_run_config
 
     resumed = Trainer(load_run_config(str(tmp_path / "run")), str(tmp_path / "run"), resume=True)
     assert int(resumed.state.iteration) == 2

@@ -146,7 +146,7 @@ def test_a_checkpoint_of_the_earlier_layout_resumes_without_the_trajectory(tmp_p
     reads every leaf today's AlphaZero replay keeps, equal to the stored ones, and drops those."""
     from turbozero.training import Trainer
     from turbozero.training.checkpoints import read_marker
-    from turbozero.training.run_config import load_run_config
+    from turbozero.runs import load_run_config
 
     run = str(tmp_path / "run")
     shutil.copytree(FIXTURE, run)

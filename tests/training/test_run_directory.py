@@ -25,7 +25,7 @@ from turbozero.training.checkpoints import (
     restore_network,
 )
 from turbozero.training.metrics import CutMetricsLineWarning, plot_metrics
-from turbozero.training.run_config import load_run_config
+from turbozero.runs import load_run_config
 
 GAME = "pgx/tic_tac_toe"
 FIXTURE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "ttt_run")

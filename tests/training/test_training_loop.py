@@ -217,7 +217,7 @@ def test_cli_train_and_eval(tmp_path):
     assert result["finished"] == 0 and result["unfinished"] == 4 and result["iteration"] == 2
     # an evaluation search of another class, tagged as the run's config.json stores it
     from turbozero.search.one_ply import OnePlyConfig
-    from turbozero.training.run_config import evaluation_config
+    from turbozero.runs import evaluation_config
 
     one_ply = evaluation_config(run_dir, 4, [
         'eval_search={"__dataclass__": "turbozero.search.one_ply:OnePlyConfig"}'])

@@ -29,14 +29,10 @@ GAMES: dict[str, GameSpec] = {}  # game -> its spec
 # game -> its presets: a module name (imported on first use: presets import the training
 # configs, which import this package) or a {preset: settings} dict
 PRESETS: dict[str, Union[str, dict]] = {}
-# game modules whose classes moved (old module -> module now), from each game's package: stored
-# run directories name the old place (turbozero.training.migration reads them through this)
-MOVED_MODULES: dict[str, str] = {}
 
 
 def register_game(spec: GameSpec, *, env: Union[str, type, None] = None,
-                  presets: Union[str, dict, None] = None,
-                  moved_modules: Optional[dict[str, str]] = None) -> None:
+                  presets: Union[str, dict, None] = None) -> None:
     """Register a game for training under `spec.name`, once for everything that finds it by
     name: `env` (an `envs.core.Env` subclass or "module:Class") for `envs.make`, unless the
     name is already an env there; `presets` (a module with `PRESETS` and optionally
@@ -56,12 +52,10 @@ def register_game(spec: GameSpec, *, env: Union[str, type, None] = None,
     GAMES[spec.name] = spec
     if presets is not None:
         PRESETS[spec.name] = presets
-    MOVED_MODULES.update(moved_modules or {})
 
 
 for _package in (backgammon, chess, gomoku, pacosako, pyrat):
-    register_game(_package.SPEC, presets=f"{_package.__name__}.presets",
-                  moved_modules=getattr(_package, "MOVED_MODULES", None))
+    register_game(_package.SPEC, presets=f"{_package.__name__}.presets")
 for _spec in pgx_games.SPECS:
     register_game(_spec, presets=pgx_games.PRESETS_MODULES.get(_spec.name))
 
@@ -121,6 +115,6 @@ def measured_times_of(game: str) -> dict[str, str]:
     return {}
 
 
-__all__ = ["ENTRY_POINT_GROUP", "GAMES", "MOVED_MODULES", "PRESETS", "GameSpec", "Opponent",
+__all__ = ["ENTRY_POINT_GROUP", "GAMES", "PRESETS", "GameSpec", "Opponent",
            "build_network", "game_hook", "game_spec", "load_plugins", "measured_times_of",
            "presets_of", "register_game"]

@@ -21,7 +21,7 @@ from turbozero.search.api import (
     search,
 )
 from turbozero.search.mcgs import MCGSConfig, network_eval_fn, uniform_eval_fn
-from turbozero.search.mctx_policies import MctxConfig, SearchConfig, random_actions
+from turbozero.search.mctx_policies import MctxConfig, random_actions
 from turbozero.search.one_ply import OnePlyConfig, greedy_actions
 from turbozero.search.afterstate import AfterstatePlayerConfig
 from turbozero.search.cpu import CPUSearchConfig
@@ -36,6 +36,6 @@ __all__ = [
     "AfterstatePlayerConfig", "CPUSearchConfig", "EnvModel", "Family", "GumbelRoot",
     "LearnedModelSearch", "MctxConfig", "MctxPUCT", "ModelOutput", "OnePlyConfig", "PUCTRoot",
     "SpecPUCT", "TreeSearchConfig", "reuse_subtree", "MCGSConfig", "NetworkEvaluator",
-    "SearchConfig", "SearchResult", "available_families", "family_of", "greedy_actions",
+    "SearchResult", "available_families", "family_of", "greedy_actions",
     "network_eval_fn", "random_actions", "register_family", "search", "uniform_eval_fn",
 ]

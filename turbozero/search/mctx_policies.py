@@ -18,7 +18,6 @@ so `recurrent_fn` is the environment's `step` plus one network call. Conventions
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from typing import Any, Callable, ClassVar, Literal, Optional
 
 import chex
@@ -189,17 +188,6 @@ def make_recurrent_fn(env: Env, evaluator: NetworkEvaluator) -> Callable:
         return out, next_state
 
     return recurrent_fn
-
-
-@dataclasses.dataclass(frozen=True)
-class SearchConfig(MctxConfig):
-    """Deprecated name of `MctxConfig` (kept for one version, so that code and run
-    directories written before the rename keep working); it warns when made."""
-
-    def __post_init__(self) -> None:
-        warnings.warn("turbozero.search.SearchConfig is renamed MctxConfig; the old name goes "
-                      "in the next version", DeprecationWarning, stacklevel=3)
-        super().__post_init__()
 
 
 @chex.dataclass(frozen=True)

@@ -17,7 +17,7 @@ from turbozero.training.replay_sampling import UniformSampling, check_sampling
 from turbozero.training.stored_observations import ObservationPlanes, check_form
 from turbozero.training.stored_policies import DensePolicy, check_policy_form
 from turbozero.training.updates import Optimizer, PerStepUpdates, ScanUpdates
-from turbozero.validation import check_int, renamed_fields
+from turbozero.validation import check_int
 
 # evaluation opponents every game has ("greedy": the algorithm's own network at one ply, or
 # the game's registered greedy player)
@@ -142,8 +142,3 @@ class TrainConfig:
     def temperature_schedule(self) -> Any:
         """Self-play acting: `algorithm.acting` (None for TD, which acts by its search)."""
         return self.algorithm.acting
-
-
-# the step limit has one name, steps, as the env's step_count and max_episode_steps
-# (docs/architecture.md, "Glossary: one name per idea"); run directories store the old name
-renamed_fields(self_play_max_moves="max_self_play_steps")(TrainConfig)

@@ -219,14 +219,11 @@ class Trainer:
 
     def _evaluation_search_config(self) -> Any:
         """The evaluation's search config where it has a tree to count (memory bound)."""
-        algorithm = self.config.algorithm
-        given = getattr(algorithm, "eval_search", None)
-        if given is not None:
-            return given
-        derived = getattr(algorithm, "derived_field", None)
-        search = getattr(algorithm, "search", None)
-        if callable(derived) and callable(getattr(search, "tree_shapes", None)):
-            return derived("eval_search")
+        algorithm = self.config.algorithm  # every algorithm config has these (TrainConfig checks)
+        if algorithm.eval_search is not None:
+            return algorithm.eval_search
+        if callable(getattr(algorithm.search, "tree_shapes", None)):
+            return algorithm.derived_field("eval_search")
         return None
 
     @staticmethod

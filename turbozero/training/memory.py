@@ -97,7 +97,7 @@ def check_loop_state(shapes: Any, config: Any, device: Any = None, *, env: Any =
     limit, where = device_memory(device)
     if limit is None:
         return
-    search = getattr(config.algorithm, "search", None)
+    search = config.algorithm.search
     states = shapes.collector.env_state if env is not None else None
     tree = search_tree_bytes(search, env, states, with_wdl) if env is not None else 0
     parts = {"replay": tree_bytes(shapes.buffer),

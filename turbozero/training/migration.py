@@ -5,8 +5,12 @@ A run directory stores its whole `TrainConfig` as JSON (`run_config.to_json`); e
 written must still evaluate and resume (tests/data/ttt_run is one, written before the algorithm
 was explicit). What changed, and how it is read:
 
-* classes whose module moved: the stored name is read at its new place (`MOVED_MODULES`; a
-  game's own moves come from its package, `turbozero.games.MOVED_MODULES`);
+* classes whose module moved, or whose name changed: the stored name is read at its new place
+  (`MOVED_MODULES`, `MOVED_CLASSES`; `SearchConfig` was `MctxConfig`'s name before issue 33);
+* fields renamed in place (`RENAMED_FIELDS`: the step limit's one name, issue 35): the stored
+  name is read into the new field, and a `--set` of the old name is told the new one;
+* env options renamed (`RENAMED_ENV_OPTIONS`: a game's former name of its step cap, now
+  `max_episode_steps` as the protocol's): the stored `env_config` key is read as the new one;
 * `TrainConfig.search`, `eval_search` and `temperature_schedule`, the fields before
   `TrainConfig.algorithm`: read into the algorithm whose search it is (`upgrade`,
   `algorithm_with`); a config stored with no algorithm searched with mctx, the default then
@@ -21,24 +25,22 @@ was explicit). What changed, and how it is read:
 * the `--set` keys of those fields (`search.x` is `algorithm.search.x`, `temperature_schedule.x`
   is `algorithm.acting.x`; README commands use them): `legacy_key`;
 * run directories made before configs were stored: the preset and overrides of their
-  `cli.json` (`config_from_cli_json`);
+  `cli.json` (`config_from_cli_json`, called by `turbozero.runs` with the presets' builder);
 * checkpoints whose replay kept the trajectory fields (the action played, the root values per
   seat, the write counter) in every algorithm's replay, from before issue 44 (item 4) declared
   them MuZero's alone: the marker's shapes of those leaves are not compared when today's state
   has none (`stored_state_shapes`), and the restore reads the leaves today's state names
   (orbax's restore into a target that lacks some stored leaves; tests/data/ttt_run resumes so).
 
-A field renamed in place is the class's own business (`validation.renamed_fields`, read by
-`run_config.from_json`). Nothing else in the library converts an old layout: `TrainConfig` takes
-only today's fields.
+Nothing else in the library converts an old layout: the config classes take only today's
+fields and names (a keyword of an old name is Python's TypeError).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
-from turbozero.games import MOVED_MODULES as GAME_MODULES_MOVED
 from turbozero.search.acting import TemperatureSchedule
 from turbozero.search.cpu.selfplay import CPUSelfPlayConfig
 from turbozero.search.cpu.tree import CPUSearchConfig
@@ -53,12 +55,26 @@ from turbozero.training.config import TrainConfig
 # re-exporting shim module left at the old place
 MOVED_MODULES = {
     "turbozero.training.trainer": "turbozero.training.updates",  # issue 35, item 4
-    **GAME_MODULES_MOVED,
+    "turbozero.chess_adjudication": "turbozero.games.chess.adjudication",
 }
 # single classes that moved (old "module:Class" -> new)
 MOVED_CLASSES = {
     # TrainConfig had its own module from issue 35; runs before name the loop's
     "turbozero.training.loop:TrainConfig": "turbozero.training.config:TrainConfig",
+    # mctx's config before it was named for its family (issue 33)
+    "turbozero.search.mctx_policies:SearchConfig": "turbozero.search.mctx_policies:MctxConfig",
+}
+# fields renamed in place (class -> {old name: new name}): the step limit has one name, steps
+# (docs/architecture.md, "Glossary: one name per idea"; issue 35)
+RENAMED_FIELDS = {
+    TrainConfig: {"self_play_max_moves": "max_self_play_steps"},
+    CPUSelfPlayConfig: {"max_moves": "max_steps"},
+}
+# env options renamed (game -> {old option: new option}): the envs' step caps had the game's
+# word before the protocol's one name (docs/envs.md)
+RENAMED_ENV_OPTIONS = {
+    "pyrat": {"max_turns": "max_episode_steps"},
+    "pacosako": {"max_steps": "max_episode_steps"},
 }
 # TrainConfig's fields before `algorithm` (run directories store them), and the field of the
 # algorithm config each became
@@ -97,6 +113,17 @@ def class_name(stored: str) -> str:
     return f"{MOVED_MODULES.get(module, module)}{sep}{qualname}"
 
 
+def renamed_fields(cls: type) -> dict[str, str]:
+    """{old name: new name} of the fields of `cls` renamed since a run stored them."""
+    return RENAMED_FIELDS.get(cls, {})
+
+
+def env_config(game: Any, pairs: Any) -> tuple:
+    """A stored `env_config` ((option, value) pairs) of `game` with today's option names."""
+    renamed = RENAMED_ENV_OPTIONS.get(game, {})
+    return tuple((renamed.get(k, k), v) for k, v in pairs)
+
+
 def stored_fields(cls: type) -> tuple[str, ...]:
     """Keys an old layout of `cls` stored that are no longer its fields (read by `upgrade`)."""
     return tuple(LEGACY_FIELDS) if cls is TrainConfig else ACTING_FIELDS.get(cls, ())
@@ -113,6 +140,8 @@ def upgrade(cls: type, values: dict[str, Any], stored: Optional[dict] = None) ->
     if cls is not TrainConfig:
         return values
     values = dict(values)
+    if "env_config" in values:
+        values["env_config"] = env_config(values.get("game"), values["env_config"])
     legacy = {k: values.pop(k) for k in LEGACY_FIELDS if k in values}
     acting = _cpu_acting((stored or {}).get("search"), legacy.get("temperature_schedule"))
     if acting is not None:
@@ -191,15 +220,14 @@ def follow_search(algorithm: Any) -> Any:
     return algorithm
 
 
-def config_from_cli_json(made: dict[str, Any]) -> Any:
+def config_from_cli_json(made: dict[str, Any], get_preset: Callable[..., Any]) -> Any:
     """The config of a run directory made before configs were stored: the preset and overrides
-    `turbozero train` recorded in its cli.json."""
-    # on use: only such old runs need a preset (presets sit above training; no other path of
-    # the library's training reads one)
-    from turbozero.presets import get_preset
-
+    `turbozero train` recorded in its cli.json, built by `get_preset` (`turbozero.presets`,
+    given by `turbozero.runs`: presets sit above training, which imports none)."""
     overrides = {k: tuplify(v) for k, v in made.get("overrides", {}).items()}
     legacy = {k: overrides.pop(k) for k in LEGACY_FIELDS if k in overrides}
+    if "env_config" in overrides:
+        overrides["env_config"] = env_config(made["game"], overrides["env_config"])
     config = get_preset(made["game"], made["preset"], **overrides)
     if legacy:
         config = dataclasses.replace(config, algorithm=algorithm_with(config.algorithm, **legacy))
@@ -215,6 +243,6 @@ def tuplify(value: Any) -> Any:
     return value
 
 
-__all__ = ["DROPPED_STATE_LEAVES", "MOVED_CLASSES", "MOVED_MODULES", "algorithm_with",
-           "class_name", "config_from_cli_json", "follow_search", "legacy_key", "stored_fields",
-           "stored_state_shapes", "tuplify", "upgrade"]
+__all__ = ["DROPPED_STATE_LEAVES", "MOVED_CLASSES", "MOVED_MODULES", "RENAMED_ENV_OPTIONS",
+           "RENAMED_FIELDS", "algorithm_with", "class_name", "config_from_cli_json", "env_config",
+           "follow_search", "legacy_key", "renamed_fields", "stored_fields", "stored_state_shapes", "tuplify", "upgrade"]

@@ -25,7 +25,6 @@ import dataclasses
 import importlib
 import inspect
 import json
-import os
 import types
 import typing
 from typing import Any, Sequence
@@ -33,7 +32,6 @@ from typing import Any, Sequence
 import envs
 from turbozero.training import migration
 from turbozero.training.algorithms import tree_config
-from turbozero.training.checkpoints import MARKER, read_marker
 from turbozero.training.config import TrainConfig
 
 DATACLASS_TAG = "__dataclass__"
@@ -89,7 +87,7 @@ def from_json(data: Any, where: str = "config") -> Any:
         # fields of an earlier layout are read into today's (migration.py)
         names = {f.name for f in dataclasses.fields(cls) if f.init} | set(
             migration.stored_fields(cls))
-        renamed = getattr(cls, "renamed_fields", {})
+        renamed = migration.renamed_fields(cls)
         kwargs = {renamed.get(k, k): v for k, v in data.items() if k != DATACLASS_TAG}
         unknown = sorted(set(kwargs) - names)
         if unknown:
@@ -497,7 +495,7 @@ def parse_overrides(config: Any, pairs: Sequence[str]) -> dict[str, Any]:
         if top not in names and migration.legacy_key(top, path):
             # the keys of earlier versions: search.x is algorithm.search.x (docs/training.md)
             top, path = migration.legacy_key(top, path)
-        renamed = getattr(type(config), "renamed_fields", {})
+        renamed = migration.renamed_fields(type(config))
         if top in renamed:
             raise ValueError(f"--set {key}: {type(config).__name__}.{top} is now "
                              f"{renamed[top]} (same meaning)")
@@ -522,37 +520,3 @@ def with_overrides(config: Any, overrides: dict[str, Any]) -> Any:
     """`config` with top-level fields replaced (an `eval_search` of None stays derived from
     whatever self-play search the result has)."""
     return dataclasses.replace(config, **dict(overrides))
-
-
-def load_run_config(run_dir: str) -> Any:
-    """The `TrainConfig` a run directory holds (made by `turbozero train` or by
-    `Trainer(config, run_dir=...)`); runs made before configs were stored are read from the
-    preset and overrides their `cli.json` recorded."""
-    if not os.path.isdir(run_dir):
-        raise ValueError(f"{run_dir} is a file, not a run directory" if os.path.exists(run_dir)
-                         else f"{run_dir} does not exist")
-    marker = read_marker(run_dir)
-    if "config" in marker:
-        try:
-            return config_from_json(marker["config"])
-        except (ValueError, TypeError, KeyError, AttributeError) as err:  # the file named
-            why = str(err) if isinstance(err, ValueError) else f"{type(err).__name__}: {err}"
-            raise ValueError(f"{os.path.join(run_dir, MARKER)} holds a config that cannot be "
-                             f"read: {why}") from None
-    legacy = os.path.join(run_dir, "cli.json")
-    if os.path.exists(legacy):
-        with open(legacy, encoding="utf-8") as f:
-            return migration.config_from_cli_json(json.load(f))
-    raise ValueError(f"{run_dir} was made by a turbozero that did not store the run's config; "
-                     "train it again to evaluate or resume it")
-
-
-def evaluation_config(run_dir: str, games: int | None = None, pairs: Sequence[str] = ()) -> Any:
-    """The config to evaluate a run with: its stored config, `eval_games = games` when given,
-    then the `KEY=VALUE` overrides in `pairs` (`turbozero eval --set`); the run is not changed."""
-    config = load_run_config(run_dir)
-    if games is not None:
-        config = with_overrides(config, {"eval_games": games})
-    if pairs:
-        config = with_overrides(config, parse_overrides(config, pairs))
-    return config

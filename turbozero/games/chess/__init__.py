@@ -17,7 +17,3 @@ SPEC = GameSpec("chess", WDLValue(), "resnet", "WDL value head, docs/chess.md",
                  Opponent("stockfish", "stockfish = Stockfish at skill level 0, depth 1 "
                           "(its weakest)", match=stockfish_match, module="chess",
                           install=STOCKFISH_OPPONENT_INSTALL)))
-
-# modules of this game whose classes moved (old -> now): run directories written before name the
-# old place; turbozero.training.migration reads them through turbozero.games.MOVED_MODULES
-MOVED_MODULES = {"turbozero.chess_adjudication": "turbozero.games.chess.adjudication"}

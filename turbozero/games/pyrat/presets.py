@@ -12,7 +12,7 @@ from turbozero.training.algorithm_configs import GraphSearch
 from turbozero.training.updates import Optimizer
 
 _PYRAT_TINY = dict(
-    env_config=(("width", 7), ("height", 7), ("cheese_count", 10), ("max_turns", 60)),
+    env_config=(("width", 7), ("height", 7), ("cheese_count", 10), ("max_episode_steps", 60)),
     num_envs=32, collect_steps=30, train_steps=64, batch_size=128, replay_capacity=120,
     num_iterations=20, eval_every=10, eval_games=32, optimizer=Optimizer(learning_rate=3e-3),
     network={"num_filters": 16, "num_layers": 2, "hidden": 64},

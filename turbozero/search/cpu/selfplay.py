@@ -25,11 +25,9 @@ import numpy as np
 from turbozero.search.acting import TemperatureSchedule
 from turbozero.search.cpu._ext import require_extension
 from turbozero.search.cpu.tree import NEW_GAME, CPUSearchConfig
-from turbozero.validation import check_int, check_real, renamed_fields
+from turbozero.validation import check_int, check_real
 
 
-# max_steps was max_moves (run directories store that name): the step limit has one name
-@renamed_fields(max_moves="max_steps")
 @dataclasses.dataclass(frozen=True)
 class CPUSelfPlayConfig:
     """num_games games at once, game g on worker g % num_workers; num_simulations new
