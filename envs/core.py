@@ -120,6 +120,9 @@ class Env(abc.ABC):
 
     id: str = ""
     num_players: int = 2
+    # (former option name, today's) pairs: stored run configs name the former, and
+    # turbozero.training.migration reads them as today's
+    renamed_options: tuple = ()
     num_actions: int = 0
     is_stochastic: bool = False
     is_simultaneous: bool = False

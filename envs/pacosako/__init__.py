@@ -129,6 +129,8 @@ def _fields_from_numpy(f: dict) -> dict:
 class PacoSako(Env):
     """Paco Ŝako, two players, 132 atomic actions, chains played as repeated actions."""
 
+    renamed_options = (("max_steps", "max_episode_steps"),)  # the step cap's former name
+
     id = "pacosako"
     num_players = 2
     num_actions = NUM_ACTIONS

@@ -116,6 +116,8 @@ def _zobrist(shape: tuple[int, ...], seed: int) -> np.ndarray:
 class PyRat(Env):
     """The PyRat environment (see the module docstring)."""
 
+    renamed_options = (("max_turns", "max_episode_steps"),)  # the step cap's former name
+
     id = "pyrat"
     num_players = 2
     num_actions = 5

@@ -280,7 +280,7 @@ def test_a_new_search_family_trains_after_one_registration():
 def test_an_env_option_renamed_reads_from_a_stored_run():
     """PyRat's `max_turns` and Paco Sako's `max_steps` became `max_episode_steps` (the
     protocol's name, issue 44 item 5): a stored env_config with the old key reads as the new
-    (migration.RENAMED_ENV_OPTIONS), in a stored config and in a cli.json's overrides; the same
+    (each env class's `renamed_options`, read by migration.env_config), in a stored config and in a cli.json's overrides; the same
     key of another game is left alone."""
     from turbozero.training.migration import config_from_cli_json
 

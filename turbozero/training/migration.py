@@ -9,7 +9,7 @@ was explicit). What changed, and how it is read:
   (`MOVED_MODULES`, `MOVED_CLASSES`; `SearchConfig` was `MctxConfig`'s name before issue 33);
 * fields renamed in place (`RENAMED_FIELDS`: the step limit's one name, issue 35): the stored
   name is read into the new field, and a `--set` of the old name is told the new one;
-* env options renamed (`RENAMED_ENV_OPTIONS`: a game's former name of its step cap, now
+* env options renamed (each env class's `renamed_options`: a game's former name of its step cap, now
   `max_episode_steps` as the protocol's): the stored `env_config` key is read as the new one;
 * `TrainConfig.search`, `eval_search` and `temperature_schedule`, the fields before
   `TrainConfig.algorithm`: read into the algorithm whose search it is (`upgrade`,
@@ -39,7 +39,10 @@ fields and names (a keyword of an old name is Python's TypeError).
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any, Callable, Optional
+
+import envs
 
 from turbozero.search.acting import TemperatureSchedule
 from turbozero.search.cpu.selfplay import CPUSelfPlayConfig
@@ -55,8 +58,10 @@ from turbozero.training.config import TrainConfig
 # re-exporting shim module left at the old place
 MOVED_MODULES = {
     "turbozero.training.trainer": "turbozero.training.updates",  # issue 35, item 4
-    "turbozero.chess_adjudication": "turbozero.games.chess.adjudication",
 }
+# a game's own modules moved from `turbozero.<game>_<name>` into its package
+# `turbozero.games.<game>.<name>` (issue 35); a rule, so that this module names no game
+_GAME_MODULE = re.compile(r"turbozero\.([a-z0-9]+)_(\w+)")
 # single classes that moved (old "module:Class" -> new)
 MOVED_CLASSES = {
     # TrainConfig had its own module from issue 35; runs before name the loop's
@@ -69,12 +74,6 @@ MOVED_CLASSES = {
 RENAMED_FIELDS = {
     TrainConfig: {"self_play_max_moves": "max_self_play_steps"},
     CPUSelfPlayConfig: {"max_moves": "max_steps"},
-}
-# env options renamed (game -> {old option: new option}): the envs' step caps had the game's
-# word before the protocol's one name (docs/envs.md)
-RENAMED_ENV_OPTIONS = {
-    "pyrat": {"max_turns": "max_episode_steps"},
-    "pacosako": {"max_steps": "max_episode_steps"},
 }
 # TrainConfig's fields before `algorithm` (run directories store them), and the field of the
 # algorithm config each became
@@ -110,7 +109,11 @@ def class_name(stored: str) -> str:
     """The "module:Class" a stored name stands for today."""
     stored = MOVED_CLASSES.get(stored, stored)
     module, sep, qualname = stored.partition(":")
-    return f"{MOVED_MODULES.get(module, module)}{sep}{qualname}"
+    if module in MOVED_MODULES:
+        module = MOVED_MODULES[module]
+    elif _GAME_MODULE.fullmatch(module):
+        module = _GAME_MODULE.sub(r"turbozero.games.\1.\2", module)
+    return f"{module}{sep}{qualname}"
 
 
 def renamed_fields(cls: type) -> dict[str, str]:
@@ -120,7 +123,10 @@ def renamed_fields(cls: type) -> dict[str, str]:
 
 def env_config(game: Any, pairs: Any) -> tuple:
     """A stored `env_config` ((option, value) pairs) of `game` with today's option names."""
-    renamed = RENAMED_ENV_OPTIONS.get(game, {})
+    try:  # the env class lists its own former option names (`Env.renamed_options`)
+        renamed = dict(envs.env_class(game).renamed_options)
+    except ValueError:  # a game not registered here: its options as stored
+        renamed = {}
     return tuple((renamed.get(k, k), v) for k, v in pairs)
 
 
@@ -243,6 +249,6 @@ def tuplify(value: Any) -> Any:
     return value
 
 
-__all__ = ["DROPPED_STATE_LEAVES", "MOVED_CLASSES", "MOVED_MODULES", "RENAMED_ENV_OPTIONS",
+__all__ = ["DROPPED_STATE_LEAVES", "MOVED_CLASSES", "MOVED_MODULES",
            "RENAMED_FIELDS", "algorithm_with", "class_name", "config_from_cli_json", "env_config",
            "follow_search", "legacy_key", "renamed_fields", "stored_fields", "stored_state_shapes", "tuplify", "upgrade"]
