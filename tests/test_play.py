@@ -191,7 +191,11 @@ def test_hint_lists_the_best_moves_with_their_equities(agent):
     moves, slots, values = agent.rank(state, 0)
     slots, values = np.asarray(slots), np.asarray(values)
     _, chosen, value = agent.list_moves(state)
-    assert int(slots[0]) == int(chosen) and float(values[0]) == pytest.approx(float(value))
+    # the same network on the same afterstate, in calls of different row counts (the hint
+    # lists HUMAN_MAX_AFTERSTATES slots, the agent its own M, each valuing its valid slots
+    # packed): float32 sums in another order, so equal to float32 noise, not bit for bit
+    assert int(slots[0]) == int(chosen) and float(values[0]) == pytest.approx(float(value),
+                                                                              abs=1e-5)
     assert len(slots) == HINT_MOVES and np.all(np.diff(values) <= 0)
     line = _hint(agent, MOVE_TEXT, state, "hint")
     actions = np.asarray(moves.actions)

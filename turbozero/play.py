@@ -150,7 +150,7 @@ def rank_moves(env, evaluator: NetworkEvaluator, variables, state, plies: int = 
     valuer = AfterstateValuer(env, evaluator, variables, config)
     moves = env.afterstates(state, HUMAN_MAX_AFTERSTATES)
     mover = jnp.broadcast_to(state.current_player, moves.valid.shape)
-    q = jnp.where(moves.valid, valuer.afterstate_values(moves.states, mover, mover), -jnp.inf)
+    q = valuer.valid_values(moves.states, moves.valid, mover, mover)  # as the players value
     values, slots = jax.lax.top_k(q, min(top, q.shape[0]))
     if plies > 0:
         # the look-ahead lists the opponent's replies with the env's default M, as the

@@ -38,7 +38,7 @@ def _helpers(states):
         ("backgammon: to_gnubg_board", backgammon.to_gnubg_board),
         ("backgammon: render", backgammon.render),
         ("pyrat: check_action", lambda s: rat.check_action(s, jnp.zeros(2, jnp.int32))),
-        ("pyrat: render", rat.render),
+        ("pyrat: render_text", rat.render_text),
         ("pyrat: to_maze", rat.to_maze),
         ("chess: check_action", lambda s: ch.check_action(s, 0)),
         ("chess: to_fen", chess.to_fen),
