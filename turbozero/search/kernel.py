@@ -297,10 +297,10 @@ def _select_leaves(
                             cols.reward], jnp.int32)
     mover_shift = jnp.array([0, 0, 1, 1, 1], jnp.int32)
     # How a level reads its children's five numbers (the same numbers either way). On CPU a
-    # gather of whole child rows then a column pick ran the chess and Paco Ŝako searches at
-    # the speed of the arrays-per-field kernel, where a gather of five scattered numbers per
-    # child made chess 0.81x (docs/benchmarks.md, "Per-node statistics packed in one table");
-    # on the H200 the five-number gather is what was measured, and reads 4x less of the table.
+    # gather of whole child rows then a column pick kept the searches measured at the speed of
+    # the arrays-per-field kernel, where a gather of five scattered numbers per child made the
+    # widest one 0.81x (docs/benchmarks.md, "Per-node statistics packed in one table"); on
+    # the H200 the five-number gather is what was measured, and reads 4x less of the table.
     rows_then_columns = jax.default_backend() == "cpu"
 
     def walk(j, w: _Walks) -> _Walks:

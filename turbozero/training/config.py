@@ -40,7 +40,7 @@ class TrainConfig:
     # LegalPolicy() (the legal actions' ids and probabilities; training/stored_policies.py)
     replay_policies: Any = DensePolicy()
     # how training batches are drawn from it: UniformSampling() or OutcomeStratified(win,
-    # draw, loss) (balanced by the game's result for the mover, the chess design's §8.1;
+    # draw, loss) (balanced by the game's result for the mover, the design notes' §8.1;
     # training/replay_sampling.py)
     replay_sampling: Any = UniformSampling()
     # donate the loop state to each jitted self-play and training iteration, so that XLA

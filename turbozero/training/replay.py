@@ -51,7 +51,7 @@ class ReplayBuffer:
     num_writes: jax.Array  # int32, columns written so far (the next `written_at`)
     # optional too: what the algorithm keeps of each search beyond the targets
     # (`SelfPlayTargets.search_record`): a pytree of [E, T, ...] arrays, e.g. the root WDL
-    # average and soft value of a chess search (docs/chess.md, "Stored per move")
+    # average and soft value of a search with a WDL head (docs/training.md)
     search_record: Any = None
     # how `observation` holds the network input (turbozero.training.stored_observations):
     # static, bound to the game; `observations()` reads it back as the network's input

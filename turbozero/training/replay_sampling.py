@@ -1,14 +1,14 @@
 """How training batches are drawn from the replay (`TrainConfig.replay_sampling`).
 
 `UniformSampling()` (the default): every position whose game has ended is equally likely, drawn
-with replacement. `OutcomeStratified(win, draw, loss)`: the design of the chess notes (§8.1,
-"stratified buffers route samples by game outcome (win/draw/loss) for balanced sampling"): each
+with replacement. `OutcomeStratified(win, draw, loss)`: stratified buffers that route samples
+by game outcome for balanced sampling (a design note's section 8.1; docs/training.md): each
 position falls in one stratum by the result of its game for the player to move there (the
 return to the end, read as the design's WDL target reads it: above 0.5 a win, below -0.5 a loss,
 otherwise a draw); a draw picks a stratum with probability proportional to its weight among the
 strata that hold a position, then a position of it uniformly. Equal weights make decisive and
-drawn positions equally common in a batch whatever share of the games are drawn (in chess
-self-play most of them).
+drawn positions equally common in a batch whatever share of the games are drawn (in games
+whose self-play mostly draws, most of them).
 
 A sampling is static (a field of the buffer that is no array): `slots(buffer, key, batch_size)`
 returns `(env_index int32[B], column int32[B])` of the buffer's `[E, T]` slots. It reads only
@@ -25,7 +25,7 @@ import jax.numpy as jnp
 
 from turbozero.validation import check_real
 
-# the design's WDL target from a scalar result (alphazero-chess.md §8.2): > 0.5 a win,
+# a WDL target from a scalar result (the design notes' §8.2): > 0.5 a win,
 # < -0.5 a loss, between them a draw
 WIN_ABOVE = 0.5
 STRATA = ("win", "draw", "loss")
