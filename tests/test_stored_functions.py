@@ -12,6 +12,7 @@ import os
 import shutil
 import sys
 import uuid
+import warnings
 from typing import Any, NamedTuple
 
 import jax
@@ -231,3 +232,23 @@ def test_switches(tmp_path, monkeypatch):
     assert sf.store_for_cache(str(tmp_path), {"a": object()}) is None  # not JSON
     monkeypatch.setenv(sf.ENV_VAR, "none")
     assert sf.store_for_cache(str(tmp_path), {"a": 1}) is None
+
+
+def test_a_replay_of_env_states_stores_the_loop_state_build(store_dir):
+    """A replay that keeps env states (`EnvStates`, chess `large`'s) holds the env in its
+    form, auxiliary data of the loop state that no file can hold: the build names the env as
+    known, so it is stored and a second Trainer loads it with its own env in the form (was:
+    "stored function init_state not stored (auxiliary data of a Chess is neither plain data,
+    ...)" on every chess `large` start)."""
+    from turbozero.training.stored_observations import EnvStates
+
+    cfg = get_preset("chess", "tiny", replay_observations=EnvStates(), num_envs=2,
+                     replay_capacity=4, eval_games=2, batch_size=4, seed=4503,
+                     network={"num_filters": 4, "num_blocks": 1, "value_hidden": 4})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # "... not stored" is one
+        first = Trainer(cfg)
+        second = Trainer(cfg)
+    assert not first._init_state_fn.loaded and second._init_state_fn.loaded
+    assert second.state.buffer.form.env is second.env
+    assert _same_bits(first.state, second.state)

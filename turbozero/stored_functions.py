@@ -354,8 +354,10 @@ def _encode_aux(aux: Any) -> Any:
         encoded = {"dataclass": _type_name(cls), "fields": fields}
         if _same(_decode_aux(encoded), aux):
             return encoded
-    raise ValueError(f"auxiliary data of a {type(aux).__name__} is neither plain data, nor "
-                     "found in the arguments' tree, nor a frozen config dataclass")
+    raise ValueError(f"auxiliary data of a {type(aux).__name__} ({cls.__module__}) is neither "
+                     "plain data, nor found in the arguments' tree or among the objects the "
+                     "caller names (FunctionStore.jit's known), nor a frozen dataclass of the "
+                     "run's packages with storable fields")
 
 
 def _decode_aux(data: Any) -> Any:

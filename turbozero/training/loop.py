@@ -197,10 +197,11 @@ class Trainer:
         # one jitted call: run eagerly, the network's init, the optimizer's and the replay's
         # were hundreds of small dispatches, each compiled on a cold start and traced again on
         # a warm one (docs/benchmarks.md, "Start-up and compile time"); its results hold the
-        # network's apply and the optimizer as tree metadata, which a stored build cannot
-        # write down and takes from here
+        # network's apply, the optimizer and (a replay of env states: `EnvStates`, bound to
+        # the game) the env as tree metadata, which a stored build cannot write down and takes
+        # from here
         built = self._jit(build, "init_state",
-                          known=(self.network.apply, self.tx))
+                          known=(self.network.apply, self.tx, self.env))
         # checked on shapes first: a bad decay mask is refused before anything is computed;
         # a stored build was checked when it was stored (same config and source), and
         # eval_shape would trace it again
