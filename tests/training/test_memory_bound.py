@@ -43,7 +43,8 @@ def test_an_evaluation_larger_than_memory_is_refused(monkeypatch):
     monkeypatch.delenv(ENV_VAR, raising=False)
     with pytest.raises(ValueError, match=r"^an evaluation of eval_games=268435456 games needs "
                                          r"about .* GiB for its games \(search trees of "
-                                         r"num_simulations=16 nodes .* GiB\), more than the "):
+                                         r"eval_games=268435456 x num_simulations=16 nodes: "
+                                         r".* GiB\), more than the "):
         Trainer(get_preset(GAME, "tiny", eval_games=2**28))
 
 
@@ -104,9 +105,10 @@ def test_an_evaluation_search_larger_than_memory_is_refused(monkeypatch):
         search=base.algorithm.search, acting=base.algorithm.acting,
         eval_search=TreeSearchConfig(num_simulations=10**6)))
     with pytest.raises(ValueError, match=r"^an evaluation of eval_games=4096 games needs about "
-                       r".* GiB for its games \(search trees of num_simulations=1000000 nodes "
-                       r".*\), more than the 64.0 GiB of TURBOZERO_MEMORY_LIMIT: lower "
-                       r"eval_games \(or --games\) or the evaluation's num_simulations$"):
+                       r".* GiB for its games \(search trees of eval_games=4096 x "
+                       r"num_simulations=1000000 nodes: .*\), more than the 64.0 GiB of "
+                       r"TURBOZERO_MEMORY_LIMIT: lower eval_games \(or --games\) or the "
+                       r"evaluation search's settings named there$"):
         Trainer(cfg)
 
 

@@ -28,7 +28,7 @@ import jax.numpy as jnp
 from envs.core import State
 from turbozero.networks.value_formats import MoverRelativeValues
 from turbozero.search.api import SearchResult, register_family
-from turbozero.search.kernel import TreeSearchConfig, tree_search
+from turbozero.search.kernel import TreeSearchConfig, init_tree, tree_search
 from turbozero.search.model import ModelOutput
 
 
@@ -108,6 +108,27 @@ class LearnedModelSearch:
     def for_evaluation(self) -> "LearnedModelSearch":
         """The kernel's search made deterministic (`search.for_evaluation()`)."""
         return dataclasses.replace(self, search=self.search.for_evaluation())
+
+    def tree_shapes(self, env, states: State, with_wdl: bool = False, *,
+                    network: Any = None) -> Any:
+        """The tree a search of the batch `states` (arrays or shape structs) holds, as shape
+        structs: `jax.eval_shape` of the kernel's own `init_tree` on the learned model, so the
+        embeddings are the network's hidden states as its representation makes them and
+        nothing is allocated (the memory bound's count, turbozero/training/memory.py).
+        network: `(apply_fn, variables)`, the MuZero network (its variables may be shape
+        structs). `with_wdl`: unused (the model's heads have no draw class)."""
+        del with_wdl
+        if network is None:
+            raise ValueError("a learned model's tree holds the network's hidden states: give "
+                             "tree_shapes the network, (apply_fn, variables)")
+        apply_fn, variables = network
+        model = LearnedModel(apply_fn, env.num_actions, MoverRelativeValues(env.num_players))
+
+        def build(v, st):
+            if st.observation is None:  # states from the fast path (`env.transition`)
+                st = st.replace(observation=jax.vmap(env.observe)(st))
+            return init_tree(model, v, st, self.search)
+        return jax.eval_shape(build, variables, states)
 
 
 def _run(env, evaluator, variables, states, key, config, risk_beta=None) -> SearchResult:

@@ -135,6 +135,16 @@ class MCGSConfig:
     def num_nodes(self) -> int:
         return self.capacity if self.capacity is not None else self.num_simulations + 1
 
+    def tree_shapes(self, env: Env, states: State, with_wdl: bool = False) -> "Graph":
+        """The graphs a search of the batch `states` (arrays or shape structs) holds, as
+        shape structs: `jax.eval_shape` of the search's own allocation (`_init_graph`, per
+        game), nothing allocated (the memory bound's count, turbozero/training/memory.py).
+        Per node the edge arrays are [A, A] (A the env's `num_actions`), so a graph is
+        B x capacity x (A^2 x 13 bytes + the node's own fields). `with_wdl`: unused."""
+        del with_wdl
+        check_env(env)
+        return jax.eval_shape(jax.vmap(lambda s: _init_graph(env, s, self)), states)
+
 
 @struct.dataclass
 class Graph:

@@ -100,6 +100,48 @@ class MctxConfig:
         """This search made deterministic for evaluation: no root noise."""
         return dataclasses.replace(self, dirichlet_fraction=0.0)
 
+    def tree_shapes(self, env: Env, states: State, with_wdl: bool = False) -> Any:
+        """The tree mctx allocates for a search of the batch `states` (arrays or shape
+        structs) on `env`, as shape structs: `jax.eval_shape` of mctx's own allocation
+        (`instantiate_tree_from_root`) fed the root this family gives each policy, so nothing
+        is allocated or compiled (the memory bound's count, turbozero/training/memory.py).
+        mctx's trees are dense: per node six arrays over every action id (children's index,
+        prior logit, value, visits, reward, discount: B x (num_simulations + 1) x
+        num_actions x 4 bytes each), over num_actions + num_chance_outcomes in a stochastic
+        game, whose nodes keep a state and an afterstate. `with_wdl`: unused (mctx keeps
+        one value per node)."""
+        del with_wdl
+        # mctx's allocation is not public API: tests/training/test_memory_bound.py checks the
+        # shapes against the trees of real searches of all three policies
+        from mctx._src.base import StochasticRecurrentState
+        from mctx._src.search import instantiate_tree_from_root
+
+        def build(st):
+            b, a = st.current_player.shape[0], env.num_actions
+            logits = jnp.zeros((b, a), jnp.float32)
+            value = jnp.zeros((b,), jnp.float32)
+            embedding = st.replace(observation=None)  # as `make_root` keeps a node
+            extra = None
+            if env.is_stochastic:  # what `mctx.stochastic_muzero_policy` makes of the root
+                decision_fn, _ = make_stochastic_fns(env, _zero_evaluator(a))
+                out, after = decision_fn(None, None, jnp.zeros((b,), jnp.int32), embedding)
+                c = out.chance_logits.shape[-1]
+                logits = jnp.zeros((b, a + c), jnp.float32)
+                embedding = StochasticRecurrentState(
+                    state_embedding=embedding, afterstate_embedding=after,
+                    is_decision_node=jnp.ones((b,), bool))
+            elif self.algorithm == "gumbel":  # the root's Gumbel draws ride in the tree
+                extra = mctx.GumbelMuZeroExtraData(root_gumbel=logits)
+            root = mctx.RootFnOutput(prior_logits=logits, value=value, embedding=embedding)
+            return instantiate_tree_from_root(root, self.num_simulations,
+                                              ~st.legal_action_mask, extra)
+        return jax.eval_shape(build, states)
+
+    def tree_settings(self, batch: str, env: Env) -> str:
+        """The settings the memory bound names for the trees (`batch`: the games searched)."""
+        return (f"{batch} x num_simulations={self.num_simulations} nodes x the game's "
+                f"{env.num_actions} action ids (mctx's nodes are dense)")
+
     def __post_init__(self) -> None:
         check_int("num_simulations", self.num_simulations, minimum=1)
         check_int("max_depth", self.max_depth, minimum=1, optional=True)
@@ -113,6 +155,16 @@ class MctxConfig:
                              f"{self.q_transform!r}")
         check_real("dirichlet_alpha", self.dirichlet_alpha, above=0)
         check_real("dirichlet_fraction", self.dirichlet_fraction, minimum=0, maximum=1)
+
+
+def _zero_evaluator(num_actions: int) -> Callable:
+    """An evaluator of zeros (logits [B, num_actions], value [B]): for shapes only."""
+
+    def evaluate(variables, obs):
+        del variables
+        b = jax.tree_util.tree_leaves(obs)[0].shape[0]
+        return jnp.zeros((b, num_actions), jnp.float32), jnp.zeros((b,), jnp.float32)
+    return evaluate
 
 
 def _masked_logits(logits: jax.Array, legal: jax.Array) -> jax.Array:

@@ -39,6 +39,32 @@ class OnePlyConfig:
         """Itself: the 1-ply search is deterministic (its best move, lowest index on ties)."""
         return self
 
+    def tree_shapes(self, env: Env, states: State, with_wdl: bool = False) -> Any:
+        """What a search of the batch `states` holds in place of a tree: the states of every
+        legal move of each, with their observations (B x `env.max_legal_actions`), as shape
+        structs (`jax.eval_shape` of the search's own step; the memory bound's count)."""
+        del with_wdl
+        return jax.eval_shape(lambda st: _results(env, st, env.max_legal_actions), states)
+
+    def tree_settings(self, batch: str, env: Env) -> str:
+        """The settings the memory bound names for the results (`batch`: the games)."""
+        return f"{batch} x the game's max_legal_actions={env.max_legal_actions} moves"
+
+
+def _results(env: Env, states: State, width: int) -> tuple[Any, State]:
+    """The legal moves of each state, padded to `width` ([B, K]), and the states they make
+    ([B, K], observed)."""
+    cand = jax.vmap(lambda m: legal_candidates(m, width))(states.legal_action_mask)
+
+    def result(state, action):
+        if env.is_stochastic:
+            nxt = env.step_deterministic(state, action)
+            return nxt.replace(observation=env.observe(nxt))
+        return env.step(state, action, jax.random.PRNGKey(0))
+
+    return cand, jax.vmap(lambda s, acts: jax.vmap(lambda a: result(s, a))(acts))(
+        states, cand.actions)
+
 
 def one_ply_search(env: Env, evaluator: NetworkEvaluator, variables: Any, states: State,
                    width: Optional[int] = None) -> SearchResult:
@@ -54,17 +80,8 @@ def one_ply_search(env: Env, evaluator: NetworkEvaluator, variables: Any, states
     if width < env.max_legal_actions:
         raise ValueError(f"one_ply_search width {width} is below {env.id}'s "
                          f"max_legal_actions {env.max_legal_actions}: legal moves would be lost")
-    cand = jax.vmap(lambda m: legal_candidates(m, width))(states.legal_action_mask)  # [B, K]
+    cand, results = _results(env, states, width)  # [B, K]
     mover = states.current_player  # [B]
-
-    def result(state, action):
-        if env.is_stochastic:
-            nxt = env.step_deterministic(state, action)
-            return nxt.replace(observation=env.observe(nxt))
-        return env.step(state, action, jax.random.PRNGKey(0))
-
-    results = jax.vmap(lambda s, acts: jax.vmap(lambda a: result(s, a))(acts))(
-        states, cand.actions)  # [B, K]
     flat = jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[2:]), results)
     _, value = evaluator(variables, flat.observation)
     value = value.reshape(cand.actions.shape)  # [B, K] for the player to move in each result

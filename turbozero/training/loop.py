@@ -213,19 +213,16 @@ class Trainer:
         # the settings, before anything is allocated (training/memory.py), warm start or not
         check_loop_state(shapes, cfg, self.mesh.devices.flat[0], env=self.env,
                          with_wdl=bool(self.spec.value_format.has_wdl),
-                         eval_search=self._evaluation_search_config())
+                         eval_search=self._evaluation_search_config(),
+                         network=(self.algorithm.apply_fn, self.variables(shapes.train_state)))
         if not stored and hasattr(cfg.optimizer, "check"):
             cfg.optimizer.check(shapes.train_state.params)
         return self._place(built(cfg.seed))
 
     def _evaluation_search_config(self) -> Any:
-        """The evaluation's search config where it has a tree to count (memory bound)."""
-        algorithm = self.config.algorithm  # every algorithm config has these (TrainConfig checks)
-        if algorithm.eval_search is not None:
-            return algorithm.eval_search
-        if callable(getattr(algorithm.search, "tree_shapes", None)):
-            return algorithm.derived_field("eval_search")
-        return None
+        """The search config the evaluation runs (memory bound): the algorithm's own, which
+        for the C++ path is the kernel's search of the same formulas."""
+        return getattr(self.algorithm, "eval_search_config", None)
 
     @staticmethod
     def variables(train_state: TrainState) -> dict:

@@ -78,6 +78,13 @@ class MuZeroConfig:
     def discount(self) -> float:
         return self.search.discount
 
+    def tree_shapes(self, env: Env, states: State, with_wdl: bool = False, *,
+                    network=None):
+        """The tree the learned model's search of `states` holds (`LearnedModelSearch`'s:
+        the memory bound's count); network: `(apply_fn, variables)`."""
+        return LearnedModelSearch(self.search).tree_shapes(env, states, with_wdl,
+                                                           network=network)
+
 
 @struct.dataclass
 class MuZeroBatch:

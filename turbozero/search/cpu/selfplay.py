@@ -99,6 +99,30 @@ class CPUSelfPlayConfig:
             return self.slots_per_game
         return 4 * (self.num_simulations + self.leaves_per_step + 1)
 
+    def tree_shapes(self, env, states: Any = None, with_wdl: bool = False) -> Any:
+        """The device-side state pool the self-play holds (`num_games * state_slots_per_game
+        + 1` env states), as shape structs: `jax.eval_shape` of its own build
+        (`make_state_pool`), nothing allocated (the memory bound's count,
+        turbozero/training/memory.py). Its games are `num_games`, not the batch `states`.
+        The C++ trees are host memory: `host_bytes`."""
+        del states, with_wdl
+        return jax.eval_shape(_pool_builder(env, self.num_games * self.state_slots_per_game
+                                            + 1))
+
+    def host_bytes(self, env, states: Any = None) -> int:
+        """Bytes of the C++ node pools of the `num_games` trees at their fullest
+        (`node_pool_bytes`)."""
+        del states
+        return node_pool_bytes(self.num_games, self.nodes_per_block, self.max_blocks,
+                               self.state_slots_per_game, env.max_legal_actions)
+
+    def tree_settings(self, batch: str, env: Any = None) -> str:
+        """The settings the memory bound names for the trees (`batch`: not this one's)."""
+        del batch, env
+        return (f"num_games={self.num_games} x (slots_per_game="
+                f"{self.state_slots_per_game} or nodes_per_block={self.nodes_per_block} x "
+                f"max_blocks={self.max_blocks})")
+
     def to_native(self, *, num_players: int = 2, num_actions: Optional[int] = None,
                   acting: TemperatureSchedule = TemperatureSchedule()):
         """The C++ config (num_players, num_actions: what the evaluator's players and action
@@ -216,6 +240,23 @@ def make_pool_evaluator(env, evaluator: Callable[..., tuple[jax.Array, jax.Array
         return pool, PoolOutput(legal, probs, value, player, terminal, wdl)
 
     return jax.jit(evaluate, donate_argnums=(0,))
+
+
+def node_pool_bytes(num_games: int, nodes_per_block: int, max_blocks: int,
+                    slots_per_game: int, max_children: int) -> int:
+    """Bytes the C++ node pools of `num_games` game trees hold at their fullest
+    (docs/cpu_search.md, "Node pool"): each tree has two pools (`advance` copies the kept
+    subtree into the second), each allocating blocks of `nodes_per_block` nodes of the
+    extension's `NODE_BYTES` on demand, up to `max_blocks`, and keeping them. A tree's nodes
+    are its root and the children of its expanded nodes, each of which holds one of its
+    `slots_per_game` state slots: at most 1 + slots_per_game x max_children (the most legal
+    actions), and a block holds at least nodes_per_block - max_children + 1 of them (a run of
+    children never spans two blocks)."""
+    node = require_extension().NODE_BYTES
+    used = 1 + int(slots_per_game) * int(max_children)
+    per_block = max(int(nodes_per_block) - int(max_children) + 1, 1)
+    blocks = min(int(max_blocks), -(-used // per_block))
+    return int(num_games) * 2 * blocks * int(nodes_per_block) * int(node)
 
 
 def make_state_pool(env, num_slots: int):
