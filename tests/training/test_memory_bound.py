@@ -411,3 +411,22 @@ def test_a_cpp_search_larger_than_memory_is_refused(tmp_path, monkeypatch):
     assert "search trees 2048.0 GiB" in text, text
     assert ("lower num_games=16 x (slots_per_game=72 or nodes_per_block=1073741824 x "
             "max_blocks=64), or set TURBOZERO_MEMORY_LIMIT") in text, text
+
+
+def test_cpp_node_pools_on_an_accelerator_are_checked_against_host_memory(tmp_path,
+                                                                         monkeypatch):
+    """With the loop state on an accelerator, the C++ node pools (host memory) are checked
+    on their own against the host's memory, in their own line."""
+    pytest.importorskip("turbozero._search_cpp")
+    from turbozero.training import memory
+
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    monkeypatch.setattr(memory, "_on_host", lambda device: False)
+    base = get_preset(GAME, "cpu")
+    cfg = get_preset(GAME, "cpu", algorithm=dataclasses.replace(
+        base.algorithm, search=dataclasses.replace(base.algorithm.search,
+                                                   nodes_per_block=2**30)))
+    text = _refused(cfg, tmp_path)
+    assert text.startswith("the search's trees in host memory (the C++ node pools) need about "
+                           "2048.0 GiB, more than the "), text
+    assert "lower num_games=16 x (slots_per_game=72 or nodes_per_block=1073741824" in text
