@@ -61,19 +61,6 @@ def _refuse_tracers(**arrays) -> None:
                 "search in JAX: CPUSearchConfig.from_tree)")
 
 
-def play_config(config: CPUSearchConfig, num_roots: int, seed: int = 0) -> CPUSelfPlayConfig:
-    """The C++ self-play a search of `num_roots` live roots runs: one move of one game per
-    root, one worker (each tree's search is then the one `SearchTree` runs alone), all its
-    leaves in one batch of the one compiled size."""
-    return CPUSelfPlayConfig(
-        search=config, num_workers=1, num_games=num_roots,
-        num_simulations=config.num_simulations, leaves_per_step=config.leaves_per_step,
-        max_steps=1,
-        # no subtree is kept: the root and one state per simulation
-        slots_per_game=config.num_simulations + config.leaves_per_step + 1,
-        batch_tiers=(num_roots * config.leaves_per_step,), seed=seed)
-
-
 def cpu_search(env, evaluator, variables, states, key: jax.Array, config: CPUSearchConfig,
                risk_beta: Optional[jax.Array] = None) -> SearchResult:
     """Search a batch of B root states with the C++ tree (module docstring).
@@ -120,7 +107,15 @@ def cpu_search(env, evaluator, variables, states, key: jax.Array, config: CPUSea
         root_wdl = np.stack([reward > 0, reward == 0, reward < 0], -1).astype(np.float32)
     if live.size:
         seed = int(seed)
-        play = play_config(config, int(live.size), seed)
+        # one move of one game per live root, one worker (each tree's search is then the one
+        # `SearchTree` runs alone), all its leaves in one batch of the one compiled size
+        play = CPUSelfPlayConfig(
+            search=config, num_workers=1, num_games=int(live.size),
+            num_simulations=config.num_simulations, leaves_per_step=config.leaves_per_step,
+            max_steps=1,
+            # no subtree is kept: the root and one state per simulation
+            slots_per_game=config.num_simulations + config.leaves_per_step + 1,
+            batch_tiers=(int(live.size) * config.leaves_per_step,), seed=seed)
         seat_betas = None
         if betas is not None:  # a one-player game's one seat: both C++ seats
             seat_betas = betas[live] if num_players == 2 else np.repeat(betas[live], 2, axis=1)

@@ -82,18 +82,6 @@ class CPUSearchConfig:
         check_real("dirichlet_alpha", self.dirichlet_alpha, above=0)
         check_real("dirichlet_fraction", self.dirichlet_fraction, minimum=0, maximum=1)
 
-    def tree_shapes(self, env, states, with_wdl: bool = False):
-        """The device-side state pool a search of the batch `states` holds, as shape
-        structs (`CPUSelfPlayConfig.tree_shapes` of the self-play it runs; the memory bound's
-        count). The C++ trees are host memory: `host_bytes`."""
-        from turbozero.search.cpu.search import play_config  # it imports this module
-        return play_config(self, _batch(states)).tree_shapes(env, states, with_wdl)
-
-    def host_bytes(self, env, states) -> int:
-        """Bytes of the C++ node pools of a search of the batch `states` at their fullest."""
-        from turbozero.search.cpu.search import play_config
-        return play_config(self, _batch(states)).host_bytes(env)
-
     @classmethod
     def from_jax(cls, selection, root) -> "CPUSearchConfig":
         """The same search as the JAX kernel's `SpecPUCT(...)` selection and `PUCTRoot(...)`."""
@@ -133,11 +121,6 @@ class CPUSearchConfig:
         c.dirichlet_alpha = float(self.dirichlet_alpha)
         c.dirichlet_fraction = float(self.dirichlet_fraction)
         return c
-
-
-def _batch(states) -> int:
-    """The number of roots of a batch of states (arrays or shape structs)."""
-    return int(states.current_player.shape[0])
 
 
 def checked_evaluation(result, num_requests: int) -> Evaluation:
