@@ -76,6 +76,10 @@ def device_memory(device: Any = None) -> tuple[Optional[int], str]:
         stats = None
     if stats and stats.get("bytes_limit"):
         return int(stats["bytes_limit"]), f"the memory of {device.device_kind}"
+    return _physical_memory()
+
+
+def _physical_memory() -> tuple[Optional[int], str]:
     try:
         return (os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"),
                 "this machine's memory")
@@ -108,11 +112,7 @@ def host_memory() -> tuple[Optional[int], str]:
     physical memory; None when unknown or the check is off."""
     if ENV_VAR in os.environ:
         return parse_limit(os.environ[ENV_VAR]), f"{ENV_VAR}"
-    try:
-        return (os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"),
-                "this machine's memory")
-    except (ValueError, OSError, AttributeError):
-        return None, "unknown"
+    return _physical_memory()
 
 
 def _simulations(search_config: Any) -> Any:
