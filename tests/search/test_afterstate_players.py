@@ -79,10 +79,13 @@ def _ref_zero_ply(evaluator, variables, state):
     return {np.asarray(a.board).tobytes(): (v, a) for a, v in zip(afters, values)}
 
 
-def _ref_one_ply(evaluator, variables, state, candidates):
+def _ref_one_ply(evaluator, variables, state, candidates, threshold):
+    """(best move's board bytes, its 1-ply value): the `candidates` best at 0 plies within
+    `threshold` of the best (gnubg's move filter) averaged over the opponent's rolls."""
     zero = _ref_zero_ply(evaluator, variables, state)
     mover = int(state.current_player)
     top = sorted(zero.items(), key=lambda kv: -kv[1][0])[:candidates]
+    top = [kv for kv in top if kv[1][0] >= top[0][1][0] - threshold]
     best = None
     for key, (_, after) in top:
         if bool(after.terminated):
@@ -126,8 +129,11 @@ def test_zero_ply_plays_the_best_complete_move(net, play0, pid, roll):
 def test_one_ply_averages_the_opponents_best_replies(net, pid, roll):
     evaluator, variables = net
     state = bg.from_position_id(pid, roll)
-    best_key, best_q = _ref_one_ply(evaluator, variables, state, candidates=3)
-    config = AfterstatePlayerConfig(plies=1, candidates=3)
+    zero = sorted(v for v, _ in _ref_zero_ply(evaluator, variables, state).values())[::-1]
+    threshold = (zero[0] - zero[1]) * 1.01  # the filter keeps 2 of the 3 candidates
+    assert zero[0] - zero[2] > 1.01 * threshold
+    best_key, best_q = _ref_one_ply(evaluator, variables, state, 3, threshold)
+    config = AfterstatePlayerConfig(plies=1, candidates=3, threshold=threshold)
     batch = jax.tree_util.tree_map(lambda x: x[None], state)
     play1 = jax.jit(lambda v, s: afterstate_search(ENV, evaluator, v, s, config))
     out = play1(variables, batch)
@@ -204,15 +210,16 @@ def test_exact_bear_off_values_replace_the_network(net, play0):
     assert abs(float(plain.root_value[0]) - best) > 1e-3  # the untrained network differs
 
 
-@pytest.mark.parametrize("pack_div", [1, 4, 10_000])
-def test_valid_slots_valued_packed_equal_every_slot_valued(net, pack_div, monkeypatch):
-    """`valid_values` runs the network on the valid slots only when they fit in a
-    `PACK_DIV`-th of the slots: the values equal those of every slot valued (PACK_DIV 1: no
-    packing; 4: packed; 10,000: they do not fit, every slot through the `lax.cond`)."""
+@pytest.mark.parametrize("pack_divs", [(1,), (32, 16, 8, 4, 2, 1), (4, 1), (10_000, 1)])
+def test_valid_slots_valued_packed_equal_every_slot_valued(net, pack_divs, monkeypatch):
+    """`valid_values` runs the network on the valid slots only, packed into the smallest share
+    of the slots in `PACK_DIVS` that holds them: the values equal those of every slot valued
+    ((1,): no packing; the default ladder; 1/4; 1/10,000: they do not fit, every slot through
+    the `lax.switch`)."""
     from turbozero.search import afterstate
 
     evaluator, variables = net
-    monkeypatch.setattr(afterstate, "PACK_DIV", pack_div)
+    monkeypatch.setattr(afterstate, "PACK_DIVS", pack_divs)
     states = jax.tree_util.tree_map(lambda *x: jnp.stack(x), *[
         bg.from_position_id(pid, roll) for pid, roll in POSITIONS])
     config = AfterstatePlayerConfig(max_afterstates=64)

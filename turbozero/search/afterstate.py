@@ -10,13 +10,19 @@ are the search's (docs/search.md): the network's value for the player to move at
 negated for the other player; a finished game is valued by its exact reward.
 
 * 0-ply: the afterstate whose value is best for the mover.
-* n-ply: the `candidates` best afterstates at 0-ply are looked at again: each is averaged over
-  every chance outcome (`env.chance_outcome_probs`) of the opponent's (n-1)-ply value there,
-  negated. 1-ply is the average over the chance outcomes of the opponent's best 0-ply reply.
+* n-ply: the `candidates` best afterstates at 0-ply within `threshold` of the best (gnubg's
+  move filter) are looked at again: each is averaged over every chance outcome
+  (`env.chance_outcome_probs`) of the opponent's (n-1)-ply value there, negated. 1-ply is the
+  average over the chance outcomes of the opponent's best 0-ply reply. Each (candidate,
+  outcome)'s complete moves are listed once, and only for the candidates the filter keeps:
+  those are packed across the batch and looked at a chunk at a time (`_lookahead_live`), so
+  a position with two moves worth a look costs two, not `candidates`.
 
-The action returned is the first micro-action of the chosen complete move; the env's own
-micro-steps follow it (called again mid-turn, the player lists the rest of the move, and the
-same complete move is still the best). The policy target is one-hot on that micro-action.
+The action returned is the first micro-action of the chosen complete move, and
+`SearchResult.plan` the whole move: a caller that plays the move through (an evaluation match,
+`turbozero play`) chooses once a turn. Called again mid-turn, the player lists the rest of the
+move and the same complete move is still the best at 0 plies (deeper, a new look). The policy
+target is one-hot on that micro-action.
 """
 
 from __future__ import annotations
@@ -27,9 +33,9 @@ from typing import Any, ClassVar, Optional
 import jax
 import jax.numpy as jnp
 
-from envs.afterstates import AfterstateEnv
+from envs.afterstates import NO_ACTION, AfterstateEnv
 from envs.core import Env, State, require_protocol
-from turbozero.validation import check_int
+from turbozero.validation import check_int, check_real
 from turbozero.search.api import (
     NetworkEvaluator, SearchResult, register_family, two_player_values)
 
@@ -38,8 +44,11 @@ from turbozero.search.api import (
 class AfterstatePlayerConfig:
     """A complete-move player (module docstring).
 
-    plies: 0, 1 or 2 chance layers of look-ahead. candidates: how many of the best 0-ply moves
-    the look-ahead re-values (a move filter; ignored at 0 plies). max_afterstates: M,
+    plies: 0, 1 or 2 chance layers of look-ahead. candidates and threshold: the move filter of
+    the look-ahead (ignored at 0 plies): it re-values at most `candidates` of the best 0-ply
+    moves, those within `threshold` (value units: points for a money-game network) of the
+    best; None keeps all `candidates`. The defaults, 8 within 0.16, are gnubg's "normal"
+    filter before its 1-ply evaluation. max_afterstates: M,
     complete moves listed per position (None: the env's default). objective: None for the
     network's value in reward units (money points), or an object with
     `values(value_out, is_root_mover)` and `terminal(points, is_root_mover)` mapping network
@@ -51,6 +60,7 @@ class AfterstatePlayerConfig:
 
     plies: int = 0
     candidates: int = 8
+    threshold: Optional[float] = 0.16
     max_afterstates: Optional[int] = None
     objective: Any = None
     exact: Any = None
@@ -64,6 +74,7 @@ class AfterstatePlayerConfig:
         if isinstance(self.plies, bool) or self.plies not in (0, 1, 2):
             raise ValueError(f"plies must be 0, 1 or 2, got {self.plies!r}")
         check_int("candidates", self.candidates, minimum=1)
+        check_real("threshold", self.threshold, minimum=0.0, optional=True)
         # a width of the afterstate list: -1 or 2**40 reached JAX as a shape
         check_int("max_afterstates", self.max_afterstates, minimum=1, optional=True)
         if self.objective is not None and not (callable(getattr(self.objective, "values", None))
@@ -77,9 +88,16 @@ class AfterstatePlayerConfig:
                              f"{self.exact!r}")
 
 
-# The valid afterstates are valued packed into this share of the slots when they fit
-# (`AfterstateValuer.valid_values`)
-PACK_DIV = 4
+# The valid afterstates are valued packed into the smallest of these shares of the slots that
+# holds them (`AfterstateValuer.valid_values`; the last, 1, is every slot). Measured (docs/
+# learning.md, "Lookahead that is cheap"): a listing fills about 24 of its 256 slots, and with
+# one share of 1/4 the network and observation took 880 ms of a 1-ply look-ahead's 1,003
+PACK_DIVS = (32, 16, 8, 4, 2, 1)
+
+# The look-ahead takes the candidates its move filter keeps this share of the batch's
+# (position, candidate) slots at a time (`_lookahead_live`): trips are as many as what is kept
+# needs, so a batch where few moves pass the filter lists few chance outcomes' moves
+LOOKAHEAD_DIV = 8
 
 
 def check_env(env: Env) -> None:
@@ -134,30 +152,37 @@ class AfterstateValuer:
     def valid_values(self, after: State, valid: jax.Array, mover: jax.Array,
                      root: jax.Array) -> jax.Array:
         """`afterstate_values` where `valid`, -inf elsewhere (same leading shape). The network
-        runs on the valid slots only, packed into a `PACK_DIV`-th of the slots, when they fit
-        (`lax.cond`: else on every slot): complete moves usually fill few of the M slots
-        (about 20 of 256 in the listings measured in docs/learning.md, where valuing the
-        empty ones was most of a TD iteration's network time)."""
+        runs on the valid slots only, packed into the smallest share of the slots in
+        `PACK_DIVS` that holds them (`lax.switch`: one evaluation of that size): complete moves
+        usually fill few of the M slots (about 20 of 256 in the listings measured in
+        docs/learning.md, where valuing the empty ones was most of the players' time)."""
         shape = valid.shape
         n = valid.size
-        cap = max(1, n // PACK_DIV)
         flat = jax.tree_util.tree_map(lambda x: x.reshape((n,) + x.shape[len(shape):]), after)
         mover_f = jnp.broadcast_to(mover, shape).reshape(n)
         root_f = jnp.broadcast_to(root, shape).reshape(n)
         ok = valid.reshape(n)
         count = jnp.sum(ok)
+        caps = sorted({max(1, n // d) for d in PACK_DIVS} | {n})  # ascending, ends with n
 
-        def packed():
-            (idx,) = jnp.nonzero(ok, size=cap, fill_value=0)
-            sub = jax.tree_util.tree_map(lambda x: x[idx], flat)
-            v = self.afterstate_values(sub, mover_f[idx], root_f[idx])
-            dest = jnp.where(jnp.arange(cap) < count, idx, n)
-            return jnp.full(n, -jnp.inf, v.dtype).at[dest].set(v, mode="drop")
+        def packed(cap):
+            def run():
+                (idx,) = jnp.nonzero(ok, size=cap, fill_value=0)
+                sub = jax.tree_util.tree_map(lambda x: x[idx], flat)
+                v = self.afterstate_values(sub, mover_f[idx], root_f[idx])
+                dest = jnp.where(jnp.arange(cap) < count, idx, n)
+                return jnp.full(n, -jnp.inf, v.dtype).at[dest].set(v, mode="drop")
+            return run
 
         def every():
             return self.afterstate_values(flat, mover_f, root_f)
 
-        q = every() if cap >= n else jax.lax.cond(count <= cap, packed, every)
+        branches = [packed(c) for c in caps[:-1]] + [every]
+        if len(branches) == 1:
+            q = every()
+        else:  # the smallest capacity >= count
+            which = jnp.sum(count > jnp.asarray(caps[:-1], jnp.int32))
+            q = jax.lax.switch(which, branches)
         return jnp.where(valid, q.reshape(shape), -jnp.inf)
 
     def afterstate_values(self, after: State, mover: jax.Array, root: jax.Array) -> jax.Array:
@@ -200,15 +225,57 @@ def _value(valuer: AfterstateValuer, states: State, plies: int, root: jax.Array)
     mover = states.current_player[..., None]
     q = valuer.valid_values(moves.states, moves.valid, mover, root[..., None])  # [..., M]
     if plies > 0:
-        k = min(cfg.candidates, q.shape[-1])
-        q_top, idx = jax.lax.top_k(q, k)  # [..., K]
-        top = _take(moves.states, idx, axis=q.ndim - 1)
-        q = jnp.where(jnp.isfinite(q_top),
-                      _lookahead(valuer, top, mover, plies, root[..., None]), -jnp.inf)
+        q, _ = _filtered_lookahead(valuer, moves.states, q, mover, plies, root[..., None])
     best = jnp.max(q, axis=-1)
     done = states.terminated | states.truncated
     return jnp.where(done, valuer.terminal_values(states.rewards, states.current_player, root),
                      best)
+
+
+def _filtered_lookahead(valuer: AfterstateValuer, after: State, q: jax.Array, mover: jax.Array,
+                        plies: int, root: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """(values float32[..., K], slots int32[..., K]): the move filter's candidates among the
+    afterstates `after` [..., M] valued `q` at 0 plies (-inf: no move), each re-valued by the
+    look-ahead; -inf where the filter drops it. `mover` and `root` broadcast against [..., 1]."""
+    cfg = valuer.config
+    k = min(cfg.candidates, q.shape[-1])
+    q_top, idx = jax.lax.top_k(q, k)  # [..., K], best first
+    keep = jnp.isfinite(q_top)
+    if cfg.threshold is not None:
+        keep &= q_top >= q_top[..., :1] - cfg.threshold
+    top = _take(after, idx, axis=q.ndim - 1)
+    shape = keep.shape
+    values = _lookahead_live(valuer, top, keep, jnp.broadcast_to(mover, shape), plies,
+                             jnp.broadcast_to(root, shape))
+    return values, idx
+
+
+def _lookahead_live(valuer: AfterstateValuer, after: State, keep: jax.Array, mover: jax.Array,
+                    plies: int, root: jax.Array) -> jax.Array:
+    """`_lookahead` of the afterstates where `keep` (bool, any leading shape; `mover` and
+    `root` int32 of that shape), -inf elsewhere. The kept slots are packed and looked at
+    `ceil(slots / LOOKAHEAD_DIV)` at a time, in a loop of as many trips as the kept count
+    needs: with gnubg's filter most slots are dropped (a position with one or two moves worth
+    a look), and the look-ahead is the player's whole cost."""
+    shape = keep.shape
+    n = keep.size
+    chunk = -(-n // LOOKAHEAD_DIV)
+    flat = jax.tree_util.tree_map(lambda x: x.reshape((n,) + x.shape[len(shape):]), after)
+    mover_f, root_f, ok = mover.reshape(n), root.reshape(n), keep.reshape(n)
+    count = jnp.sum(ok)
+    (slots,) = jnp.nonzero(ok, size=chunk * LOOKAHEAD_DIV, fill_value=n)  # n: no slot
+
+    def trip(carry):
+        i, out = carry
+        sel = jax.lax.dynamic_slice(slots, (i * chunk,), (chunk,))
+        safe = jnp.minimum(sel, n - 1)
+        sub = jax.tree_util.tree_map(lambda x: x[safe], flat)
+        v = _lookahead(valuer, sub, mover_f[safe], plies, root_f[safe])
+        return i + 1, out.at[sel].set(v, mode="drop")
+
+    _, out = jax.lax.while_loop(lambda c: c[0] * chunk < count, trip,
+                                (jnp.int32(0), jnp.full(n, -jnp.inf, jnp.float32)))
+    return out.reshape(shape)
 
 
 def _lookahead(valuer: AfterstateValuer, after: State, mover: jax.Array, plies: int,
@@ -249,11 +316,7 @@ def choose_afterstates(env: Env, evaluator: NetworkEvaluator, variables: Any, st
     q = valuer.valid_values(moves.states, moves.valid, mover, root)
     idx = jnp.broadcast_to(jnp.arange(q.shape[1])[None, :], q.shape)
     if config.plies > 0:
-        k = min(config.candidates, q.shape[-1])
-        q_top, idx = jax.lax.top_k(q, k)
-        top = _take(moves.states, idx, axis=1)
-        q = jnp.where(jnp.isfinite(q_top),
-                      _lookahead(valuer, top, mover, config.plies, root[:, :k]), -jnp.inf)
+        q, idx = _filtered_lookahead(valuer, moves.states, q, mover, config.plies, mover)
     best = jnp.argmax(q, axis=-1)  # [B]; ties: the first in slot order
     chosen = jnp.take_along_axis(idx, best[:, None], axis=1)[:, 0]
     live = jnp.any(moves.valid, axis=1)
@@ -264,14 +327,17 @@ def choose_afterstates(env: Env, evaluator: NetworkEvaluator, variables: Any, st
 def afterstate_search(env: Env, evaluator: NetworkEvaluator, variables: Any, states: State,
                       config: AfterstatePlayerConfig) -> SearchResult:
     """The complete-move player's choice for a batch of decision states (leading axis B):
-    the first micro-action of the chosen complete move, one-hot as the policy."""
+    the first micro-action of the chosen complete move, one-hot as the policy, and the whole
+    move as the plan (int32[B, L], NO_ACTION-padded; all NO_ACTION where no move is listed)."""
     moves, chosen, value = choose_afterstates(env, evaluator, variables, states, config)
-    first = jnp.take_along_axis(moves.actions[:, :, 0], chosen[:, None], axis=1)[:, 0]
     live = jnp.any(moves.valid, axis=1)
-    action = jnp.where(live, first, 0).astype(jnp.int32)
+    plan = jnp.take_along_axis(moves.actions, chosen[:, None, None], axis=1)[:, 0]  # [B, L]
+    plan = jnp.where(live[:, None], plan, NO_ACTION).astype(jnp.int32)
+    action = jnp.where(live, plan[:, 0], 0)
     policy = jax.nn.one_hot(action, env.num_actions, dtype=jnp.float32)
     return SearchResult(action=action, policy=policy, root_value=value,
-                        root_values=two_player_values(value, states.current_player, 2))
+                        root_values=two_player_values(value, states.current_player, 2),
+                        plan=plan)
 
 
 def _run(env, evaluator, variables, states, key, config, risk_beta=None) -> SearchResult:

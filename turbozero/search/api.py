@@ -70,6 +70,10 @@ class SearchResult:
     family and the value format give one (else None).
     `stats`: the family's own statistics, each an array with leading axis B (docs/search.md:
     e.g. the tree's `root_visits`, `max_depth`, `nodes_used`, `risk_value`).
+    `plan`: int32[B, L] where the family chooses a whole turn of several actions (the
+    complete-move players): the turn's actions in order, `plan[:, 0] == action`, padded with
+    negative values; a caller may play them through without searching again mid-turn
+    (`evaluation.play_outside_match` does). None for families that choose one action.
     """
 
     action: jax.Array
@@ -78,6 +82,7 @@ class SearchResult:
     root_values: jax.Array
     root_wdl: Optional[jax.Array] = None
     stats: dict = dataclasses.field(default_factory=dict)
+    plan: Optional[jax.Array] = None
 
 
 def two_player_values(root_value: jax.Array, mover: jax.Array, num_players: int) -> jax.Array:

@@ -128,8 +128,10 @@ class Algorithm(abc.ABC):
         del truncated_games, max_self_play_steps
 
     @abc.abstractmethod
-    def act(self, variables: Any, states: State, key: jax.Array) -> jax.Array:
-        """Evaluation actions (the evaluation search, deterministic but for ties)."""
+    def act(self, variables: Any, states: State, key: jax.Array) -> Any:
+        """Evaluation actions (the evaluation search, deterministic but for ties): the actions,
+        or the search's `SearchResult` (its `action`; a `plan` is played through by a match
+        against an outside program)."""
 
     def builtin_opponents(self) -> dict[str, PolicyFn]:
         """Opponents this algorithm can build from its own network (e.g. 1-ply greedy);

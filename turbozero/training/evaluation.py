@@ -228,14 +228,25 @@ class OutsideMatch(NamedTuple):
         return match_summary(match_counts(self.finished, own, self.steps))
 
 
+# The agent is called only for the games whose move it must choose, this share of the batch at
+# a time (one compiled shape): a batch-wide call also searched the games where the opponent or
+# the agent's own plan moves, most of them in a match against an outside program
+AGENT_CHUNKS = 4
+
+
 def play_outside_match(env: Env, agent: Callable, variables: Any, key: jax.Array,
                        num_games: int, max_steps: int, opponent: OutsideOpponent,
                        duplicate: bool = False) -> OutsideMatch:
     """A Python loop over a batch of games against a player that cannot run under jit; the agent
-    is seat `g % num_players` in game g (as `play_match`). `agent(variables, states, key)` is
-    called once per step for the whole batch (pass a jitted function kept across matches, or
-    every match compiles again); its output is either the actions or anything with an `action`
-    field (handed to `opponent.after_move`).
+    is seat `g % num_players` in game g (as `play_match`). `agent(variables, states, key)` gets
+    the games whose move it must choose, `ceil(num_games / AGENT_CHUNKS)` at a time (padded by
+    repeating one: one compiled shape; pass a jitted function kept across matches, or every
+    match compiles again); its output is either the actions or anything with an `action` field
+    (handed, as host arrays over the whole batch, each game's row from the call that chose its
+    move, to `opponent.after_move`). An output with a `plan` (`SearchResult.plan`: the whole
+    turn's actions, `plan[:, 0] == action`, negative-padded) is played through: the agent is
+    not called again until that turn is over (a planned action the env refuses is a
+    ValueError).
 
     `duplicate` (two-player games with chance): games 2k and 2k+1 are a pair that sees the same
     chance, the agent in seat 0 in one and seat 1 in the other: the same start (one `init`
@@ -259,6 +270,8 @@ def play_outside_match(env: Env, agent: Callable, variables: Any, key: jax.Array
     states = init(init_keys)
     seat = np.arange(num_games) % env.num_players
     returns = np.zeros((num_games, env.num_players))
+    calls = _AgentCalls(agent, num_games)
+    plans: dict[int, list[int]] = {}  # game -> the rest of the agent's planned turn
     steps = 0
     while steps < max_steps:
         done = np.asarray(states.terminated | states.truncated)
@@ -267,17 +280,33 @@ def play_outside_match(env: Env, agent: Callable, variables: Any, key: jax.Array
         player = np.asarray(states.current_player)
         key, ka, ks = jax.random.split(key, 3)
         agent_turn = ~done & (player == seat)
-        out = jax.device_get(agent(variables, states, ka)) if agent_turn.any() else None
-        actions = (np.array(getattr(out, "action", out), np.int32) if out is not None
-                   else np.zeros(num_games, np.int32))
+        for g in np.flatnonzero(~agent_turn):  # a plan is for the turn it was made in
+            plans.pop(int(g), None)
+        need = [int(g) for g in np.flatnonzero(agent_turn) if not plans.get(int(g))]
+        if need:
+            calls.run(variables, states, need, ka)
+        following = [g for g in plans if g not in need]
+        legal = np.asarray(states.legal_action_mask) if following else None
+        actions = np.zeros(num_games, np.int32)
         # the opponent reads the batch on the host, fetched once a step: slicing the device
         # arrays per game was ~1/3 of a match against an outside engine (py-spy, 40 games;
         # measured in docs/learning.md)
         host = jax.device_get(states) if (~done & ~agent_turn).any() else None
         for g in np.flatnonzero(~done):
+            g = int(g)
             if not agent_turn[g]:
-                actions[g] = opponent.choose(int(g), host)
-            opponent.after_move(int(g), int(actions[g]), out if agent_turn[g] else None)
+                actions[g] = opponent.choose(g, host)
+            elif g in plans and g not in need:
+                actions[g] = plans[g].pop(0)
+                if not legal[g, actions[g]]:
+                    raise ValueError(f"the agent's plan plays action {actions[g]} in game {g} "
+                                     f"at step {steps}, which is not legal there")
+            else:
+                actions[g] = calls.action(g)
+                plan = calls.plan(g)
+                if plan is not None:
+                    plans[g] = [int(a) for a in plan[1:] if a >= 0]
+            opponent.after_move(g, int(actions[g]), calls.outputs if agent_turn[g] else None)
         if duplicate:
             states, chance_count = step(states, jnp.asarray(actions), chance_keys, chance_count)
         else:
@@ -287,6 +316,52 @@ def play_outside_match(env: Env, agent: Callable, variables: Any, key: jax.Array
         opponent.after_step(done, states)
     finished = np.asarray(states.terminated | states.truncated)
     return OutsideMatch(finished, returns, seat, steps, states, duplicate)
+
+
+@jax.jit
+def _rows(tree: Any, idx: jax.Array) -> Any:
+    return jax.tree_util.tree_map(lambda x: x[idx], tree)
+
+
+class _AgentCalls:
+    """The agent's outputs for a match's batch, on the host: each game's row from the last call
+    that chose its move (`outputs`, leading axis B). A call takes the games that need a move,
+    `chunk` of them at a time (padded by repeating one game)."""
+
+    def __init__(self, agent: Callable, num_games: int):
+        self.agent = agent
+        n_dev = jax.device_count()  # a multiple of it, as a sharded batch needs
+        per = -(-num_games // AGENT_CHUNKS)
+        self.chunk = min(-(-per // n_dev) * n_dev, num_games)
+        self.num_games = num_games
+        self.outputs: Any = None
+
+    def run(self, variables: Any, states: State, games: list, key: jax.Array) -> None:
+        games = np.asarray(games)
+        for i, start in enumerate(range(0, len(games), self.chunk)):
+            part = games[start:start + self.chunk]
+            idx = np.resize(part, self.chunk).astype(np.int32)
+            out = jax.device_get(self.agent(variables, _rows(states, idx),
+                                            jax.random.fold_in(key, i)))
+            if self.outputs is None:
+                self.outputs = jax.tree_util.tree_map(
+                    lambda x: np.zeros((self.num_games,) + np.shape(x)[1:], np.asarray(x).dtype),
+                    out)
+            self.outputs = jax.tree_util.tree_map(_set_rows(part), self.outputs, out)
+
+    def action(self, game: int) -> int:
+        return int(np.asarray(getattr(self.outputs, "action", self.outputs))[game])
+
+    def plan(self, game: int) -> Optional[np.ndarray]:
+        plan = getattr(self.outputs, "plan", None)
+        return None if plan is None else plan[game]
+
+
+def _set_rows(games: np.ndarray) -> Callable:
+    def put(full: np.ndarray, part: Any) -> np.ndarray:
+        full[games] = np.asarray(part)[: len(games)]
+        return full
+    return put
 
 
 def pair_keys(key: jax.Array, num_games: int) -> jax.Array:

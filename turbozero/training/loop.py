@@ -293,11 +293,14 @@ class Trainer:
         self._match_start: Optional[Callable] = None
         self._match_result: Optional[Callable] = None
         # the agent's evaluation search, compiled once for the matches played outside jit
-        self._agent_jit = jax.jit(self.agent_policy)
+        # an outside match gets the algorithm's whole output: a complete-move player's plan
+        # is played through (`evaluation.play_outside_match`)
+        self._agent_jit = jax.jit(self.algorithm.act)
 
     def agent_policy(self, variables, states, key):
-        """The trained agent in evaluation: the algorithm's evaluation search."""
-        return self.algorithm.act(variables, states, key)
+        """The trained agent's actions in evaluation: the algorithm's evaluation search."""
+        out = self.algorithm.act(variables, states, key)
+        return getattr(out, "action", out)
 
     def _opponents(self) -> dict[str, Opponent]:
         """random, then the algorithm's own (1-ply greedy), then the game's registered ones

@@ -195,8 +195,9 @@ class AfterstateTD(Algorithm):
                       self.search_config.player).policy
 
     def act(self, variables, states, key):
-        return search(self.env, self.evaluator, variables, states, key,
-                      self.eval_search_config).action
+        # the whole result: its plan (the chosen complete move) lets an outside match play the
+        # move through instead of searching at every checker step
+        return search(self.env, self.evaluator, variables, states, key, self.eval_search_config)
 
     def builtin_opponents(self):
         player = AfterstatePlayerConfig(max_afterstates=self.search_config.player.max_afterstates)
