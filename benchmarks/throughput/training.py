@@ -75,8 +75,8 @@ def main() -> None:
     variables = trainer.variables(trainer.state.train_state)
     states = trainer.state.collector.env_state
     # the algorithm's own self-play search (mctx, the kernel, MCGS for simultaneous games,
-    # MuZero on its learned model), not `turbozero.search.search`, which turn-based games only take
-    search_jit = jax.jit(trainer.algorithm.self_play_policy)
+    # MuZero on its learned model): its targets, as the collector asks for them
+    search_jit = jax.jit(trainer.algorithm.self_play)
     key = jax.random.PRNGKey(0)  # built before timing: eager work otherwise
     t_search = time_compiled({"search": search_jit}, args=(variables, states, key),
                              repeats=args.repeats)["search"].median

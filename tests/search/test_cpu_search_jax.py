@@ -313,7 +313,7 @@ def test_self_play_records_root_wdl_and_soft_value_into_the_replay(game, wdl_net
     # AlphaZero's replay with the trajectory fields too (MuZero's), to check everything the
     # CPU path hands the one writer
     buffer = replay.init_buffer(4, 16, states.observation[0], (9,), 2,
-                                dict(algo.replay_fields(), **replay.trajectory_fields(2)))
+                                dict(algo.replay_fields, **replay.trajectory_fields(2)))
     buffer, _ = write_games(buffer, out, env.num_players)
     rec = jax.device_get(buffer.search_record)
     for g in range(4):  # game g goes into row g, its moves in order from column 0

@@ -25,6 +25,7 @@ import dataclasses
 import functools
 from typing import Any, ClassVar
 
+from turbozero.games import build_network
 from turbozero.search.acting import TemperatureSchedule
 from turbozero.search.afterstate import AfterstatePlayerConfig
 from turbozero.search.api import family_of
@@ -37,7 +38,7 @@ from turbozero.search.one_ply import OnePlyConfig
 from turbozero.training.algorithms import (AlphaZeroAlgorithm, GraphSearchAlgorithm,
                                            evaluation_search)
 from turbozero.training.cpu_alphazero import CPUAlphaZero
-from turbozero.training.muzero import MuZeroAlgorithm, MuZeroConfig
+from turbozero.training.muzero import MuZeroAlgorithm, MuZeroConfig, muzero_network
 from turbozero.training.td import AfterstateTD, TDConfig
 
 
@@ -47,6 +48,10 @@ class _AlgorithmConfig:
 
     search: Any
     eval_search: Any
+    acting: Any
+    # the network's name in a run's identity when the algorithm builds its own (None: the
+    # game's trunk)
+    network_name: ClassVar[Any] = None
     # the self-play search configs this algorithm trains with, and the evaluation players
     # (besides None, the self-play search made deterministic) its network can be played by
     searches: ClassVar[tuple[type, ...]] = ()
@@ -80,13 +85,14 @@ class _AlgorithmConfig:
         raise NotImplementedError
 
     def build_network(self, spec: Any, env: Any, network_config: dict) -> Any:
-        """The flax module the algorithm trains (`Algorithm.build_network`)."""
-        return self.runtime().build_network(spec, env, network_config)
+        """The flax module the algorithm trains: the game's trunk and value head
+        (`turbozero.games.build_network`); MuZero builds its learned model."""
+        return build_network(spec, env, network_config)
 
     def build(self, env: Any, apply_fn: Any, value_format: Any) -> Any:
         """The runtime algorithm for `env`, checked against it (ValueError if unsuitable)."""
         return self.runtime()(env, functools.partial(apply_fn, train=False), value_format,
-                              self.search, self.eval_search)
+                              self.search, self.eval_search, self.acting)
 
     def derived_field(self, name: str) -> Any:
         """What a field left None stands for (`--set eval_search.x=...` edits it)."""
@@ -110,10 +116,6 @@ class _SearchAndActing(_AlgorithmConfig):
 
     def __post_init__(self) -> None:
         _check_acting(self.acting)
-
-    def build(self, env: Any, apply_fn: Any, value_format: Any) -> Any:
-        return self.runtime()(env, functools.partial(apply_fn, train=False), value_format,
-                              self.search, self.eval_search, acting=self.acting)
 
 
 # the searches of the library's kernel, mctx and the 1-ply / complete-move players: what an
@@ -171,11 +173,15 @@ class MuZero(_SearchAndActing):
     `AlphaZero`'s."""
 
     search: Any = MuZeroConfig()
+    network_name: ClassVar[str] = "muzero"
     searches: ClassVar[tuple[type, ...]] = (MuZeroConfig,)
     eval_searches: ClassVar[tuple[type, ...]] = (MuZeroConfig,)
 
     def runtime(self) -> type:
         return MuZeroAlgorithm
+
+    def build_network(self, spec: Any, env: Any, network_config: dict) -> Any:
+        return muzero_network(env, network_config)
 
 
 @dataclasses.dataclass(frozen=True)

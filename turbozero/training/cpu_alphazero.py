@@ -18,9 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from envs.core import Env
 from turbozero.networks.value_formats import mover_to_seats
-from turbozero.search.acting import TemperatureSchedule
 from turbozero.search.cpu import require_extension
 from turbozero.search.cpu.selfplay import CPUSelfPlayConfig, cpu_self_play, make_pool_evaluator
 from turbozero.search.kernel import TreeSearchConfig
@@ -29,6 +27,7 @@ from turbozero.search.selection import SpecPUCT
 from turbozero.training import replay
 from turbozero.training.algorithms import AlphaZeroAlgorithm
 from turbozero.training.collector import CollectStats
+from turbozero.training.types import variables_of
 
 
 def kernel_config(config: CPUSelfPlayConfig) -> TreeSearchConfig:
@@ -53,7 +52,7 @@ class CPUAlphaZero(AlphaZeroAlgorithm):
             evaluation = kernel_config(evaluation).for_evaluation()
         # the C++ games act by the algorithm's `acting`, as the jitted collector's do
         super().__init__(env, apply_fn, value_format, kernel_config(search_config), evaluation,
-                         TemperatureSchedule() if acting is None else acting)
+                         acting)
         self.cpu_config = search_config
         # the C++ side checks some settings (the node pool's sizes) only when a coordinator is
         # built, at the first self-play, after the Trainer has written the run directory: build
@@ -65,12 +64,25 @@ class CPUAlphaZero(AlphaZeroAlgorithm):
         self._games_key = jax.random.PRNGKey(search_config.seed)
         self._pool_evaluator = make_pool_evaluator(env, self.evaluator, self._games_key)
 
-    @classmethod
-    def check_env(cls, env: Env) -> None:
+    # whole games on the host, outside jit (`collect`)
+    collects_in_jit = False
+
+    def check(self, config=None) -> None:
+        """Per-seat risk is searched by the C++ tree (seat betas per game); the evaluation
+        search (the kernel) uses CPUSearchConfig.risk_beta."""
         require_extension()  # a clear error naming how to build it when it is missing
+        env = self.env
         if env.is_simultaneous or env.is_stochastic or env.num_players > 2:
             raise ValueError(f"{env.id}: the CPU path searches deterministic turn-based games "
                              "of at most two players")
+        if config is None:
+            return
+        if config.truncated_games is not None:
+            raise ValueError("TrainConfig.truncated_games is not wired into the CPU path (its "
+                             "games end by the rules or by max_steps as a draw)")
+        if config.max_self_play_steps is not None:
+            raise ValueError("TrainConfig.max_self_play_steps: the CPU path cuts its games with "
+                             "CPUSelfPlayConfig.max_steps instead")
 
     def self_play_config(self, iteration: int) -> CPUSelfPlayConfig:
         """The C++ self-play of `iteration`: its noise and sampling seeded per iteration (a
@@ -78,28 +90,13 @@ class CPUAlphaZero(AlphaZeroAlgorithm):
         return dataclasses.replace(self.cpu_config,
                                    seed=self.cpu_config.seed + int(iteration) * 7919)
 
-    def check_truncated_games(self, truncated_games, max_self_play_steps=None) -> None:
-        if truncated_games is not None:
-            raise ValueError("TrainConfig.truncated_games is not wired into the CPU path (its "
-                             "games end by the rules or by max_steps as a draw)")
-        if max_self_play_steps is not None:
-            raise ValueError("TrainConfig.max_self_play_steps: the CPU path cuts its games with "
-                             "CPUSelfPlayConfig.max_steps instead")
-
-    def check_risk(self, risk) -> None:
-        """Per-seat risk is searched by the C++ tree (seat betas per game); the evaluation
-        search (the kernel) uses CPUSearchConfig.risk_beta."""
-
-    def collect(self, state, jitted_collect, risk=None):
+    def collect(self, state, config):
         """Play `num_games` whole games on the CPU path and write them into the replay rows
         (game g into row g mod num_envs, moves in order), instead of the jitted collector.
-        With `risk` (TrainConfig.risk), every game draws its seats' betas at this iteration
-        of the schedule, as the jitted collector's new games do."""
-        del jitted_collect
-        ts = state.train_state
-        variables = {"params": ts.params}
-        if ts.batch_stats is not None:
-            variables["batch_stats"] = ts.batch_stats
+        With `config.risk`, every game draws its seats' betas at this iteration of the
+        schedule, as the jitted collector's new games do."""
+        risk = config.risk
+        variables = variables_of(state.train_state)
         cfg = self.self_play_config(int(state.iteration))
         seat_betas = None
         if risk is not None:

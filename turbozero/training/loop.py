@@ -42,7 +42,7 @@ from turbozero.training.run_config import check_env_config, config_to_json
 from turbozero.compile_cache import enable_compilation_cache
 from turbozero.stored_functions import modules_of, store_for_cache
 from turbozero.training.updates import updates_for_backend
-from turbozero.training.types import TrainState
+from turbozero.training.types import TrainState, variables_of
 
 # the opponent every game has; "greedy" comes from the algorithm (its own network at 1 ply) or,
 # where a game registers one, from the game (turbozero.games)
@@ -105,8 +105,7 @@ class Trainer:
         self.network = config.algorithm.build_network(self.spec, self.env, dict(config.network))
         self.algorithm: Algorithm = config.algorithm.build(
             self.env, self.network.apply, self.spec.value_format)
-        self.algorithm.check_risk(config.risk)
-        self.algorithm.check_truncated_games(config.truncated_games, config.max_self_play_steps)
+        self.algorithm.check(config)  # what the run asks that the algorithm cannot do
         self.mesh = make_mesh() if mesh is None else mesh
         n_dev = self.mesh.devices.size
         for name in ("num_envs", "batch_size", "eval_games"):
@@ -126,7 +125,7 @@ class Trainer:
         if run_dir is not None:
             identity = {
                 "game": config.game,
-                "network": {"trunk": self.algorithm.network_name or self.spec.trunk,
+                "network": {"trunk": config.algorithm.network_name or self.spec.trunk,
                             "value_format": self.spec.value_format.name,
                             **{k: list(v) if isinstance(v, tuple) else v for k, v in dict(config.network).items()}},
                 # the whole config, so that `turbozero eval` / `--resume` work on any run dir
@@ -226,10 +225,7 @@ class Trainer:
 
     @staticmethod
     def variables(train_state: TrainState) -> dict:
-        v = {"params": train_state.params}
-        if train_state.batch_stats is not None:
-            v["batch_stats"] = train_state.batch_stats
-        return v
+        return variables_of(train_state)
 
     # --------------------------------------------------------------- jitted
     def _function_store(self, cache: Optional[str]):
@@ -254,17 +250,10 @@ class Trainer:
         return self._store.jit(fn, name, donate_argnums=donate_argnums, known=known)
 
     def _build_jitted(self) -> None:
-        cfg, env = self.config, self.env
+        cfg = self.config
 
         def collect_fn(state: LoopState):
-            key, k = jax.random.split(state.key)
-            # an algorithm may play its games its own way (afterstate TD: whole moves)
-            col, buf, stats = self.algorithm.collect_games(
-                env, self.algorithm.self_play, self.variables(state.train_state),
-                state.collector, state.buffer, k, cfg.collect_steps, cfg.algorithm.acting,
-                cfg.risk, state.iteration, cfg.truncated_games, cfg.max_self_play_steps,
-            )
-            return state.replace(collector=col, buffer=buf, key=key), stats
+            return self.algorithm.collect(state, cfg)
 
         shard = lambda tree: jax.lax.with_sharding_constraint(tree, self._data)  # noqa: E731
 
@@ -287,7 +276,9 @@ class Trainer:
             return state.replace(train_state=ts, key=key), metrics
 
         donate = (0,) if cfg.donate_loop_state else ()
-        self._collect = self._jit(collect_fn, "collect", donate)
+        # the C++ self-play runs on the host, outside jit (Algorithm.collects_in_jit)
+        self._collect = (self._jit(collect_fn, "collect", donate)
+                         if self.algorithm.collects_in_jit else collect_fn)
         self._train = train_fn
         self._evals: dict[str, Callable] = {}
         self._match_start: Optional[Callable] = None
@@ -306,9 +297,10 @@ class Trainer:
         """random, then the algorithm's own (1-ply greedy), then the game's registered ones
         (which take precedence: PyRat's greedy is its shortest-path player)."""
         out = {"random": RANDOM}
-        for name, policy in self.algorithm.builtin_opponents().items():
-            out[name] = Opponent(name, report.GENERIC_OPPONENTS.get(name, name),
-                                 policy=lambda env, p=policy: p)
+        if self.algorithm.greedy_player is not None:
+            greedy = functools.partial(self.algorithm.act, player=self.algorithm.greedy_player)
+            out["greedy"] = Opponent("greedy", report.GENERIC_OPPONENTS["greedy"],
+                                     policy=lambda env: greedy)
         out.update({o.name: o for o in self.spec.opponents})
         return out
 
@@ -380,7 +372,7 @@ class Trainer:
     def step(self) -> dict[str, Any]:
         """One iteration: collect, then train if the replay has finished games."""
         t0 = time.perf_counter()
-        self.state, stats = self.algorithm.collect(self.state, self._collect, self.config.risk)
+        self.state, stats = self._collect(self.state)
         stats = distributed.to_host(stats)  # with several processes, each holds its shards
         record: dict[str, Any] = {
             "episodes_finished": int(stats.episodes_finished),

@@ -25,10 +25,10 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from envs.core import Env, State
+from envs.core import Env
 from turbozero.networks.muzero import MuZeroNet
 from turbozero.networks.value_formats import MoverRelativeValues
-from turbozero.search.api import NetworkEvaluator, search
+from turbozero.search.api import search
 from turbozero.search.kernel import TreeSearchConfig
 from turbozero.search.learned import LearnedModelSearch
 from turbozero.search.roots import GumbelRoot
@@ -198,10 +198,25 @@ def muzero_loss(params, train_state, batch: MuZeroBatch, l2_reg_lambda: float = 
     return loss, (metrics, {})
 
 
+def muzero_network(env: Env, network_config: dict) -> MuZeroNet:
+    """MuZero's representation / dynamics / prediction / projection model for `env`, sized by
+    `network_config` (the `MuZero` algorithm config's network)."""
+    obs = jax.eval_shape(env.observe, env.init(jax.random.PRNGKey(0)))
+    cfg = dict(network_config)
+    # the sizes a config may set: MuZeroNet's fields but those fixed by the env below (a
+    # wrong key is then one line naming the valid ones, not a TypeError from flax)
+    fixed = ("num_actions", "num_players", "hidden_shape", "parent", "name")
+    options = [f.name for f in dataclasses.fields(MuZeroNet) if f.init and f.name not in fixed]
+    unknown = sorted(set(cfg) - set(options))
+    if unknown:
+        raise ValueError(f"network: the MuZero network has no option {unknown[0]!r}; its "
+                         f"options: {', '.join(options)}")
+    return MuZeroNet(num_actions=env.num_actions, num_players=env.num_players,
+                     hidden_shape=tuple(obs.shape[:2]), **cfg)
+
+
 class MuZeroAlgorithm(Algorithm):
     """MuZero (Gumbel root) on a learned model with one value per player."""
-
-    network_name = "muzero"
 
     def __init__(self, env, apply_fn, value_format, search_config, eval_search_config=None,
                  acting=None):
@@ -212,50 +227,27 @@ class MuZeroAlgorithm(Algorithm):
             raise ValueError(f"the value format has {value_format.num_players} players, "
                              f"{env.id} has {env.num_players}")
         super().__init__(env, apply_fn, value_format, search_config, eval_search_config, acting)
-        self.evaluator = NetworkEvaluator(apply_fn, value_format)  # the `learned` family's
+        # the trajectory (action played, root values, write order): what the windows read
+        self.replay_fields = replay.trajectory_fields(env.num_players)
 
-    @classmethod
-    def check_env(cls, env: Env) -> None:
-        if env.is_simultaneous or env.is_stochastic:
-            raise ValueError(f"{env.id}: MuZero here searches turn-based deterministic games")
-        if not getattr(env, "fixed_turn_order", False):
-            raise ValueError(f"{env.id} does not declare fixed_turn_order: the learned model "
-                             "moves players in rotation (p + 1) mod P below the root")
-
-    @classmethod
-    def build_network(cls, spec, env, network_config):
-        obs = jax.eval_shape(env.observe, env.init(jax.random.PRNGKey(0)))
-        cfg = dict(network_config)
-        # the sizes a config may set: MuZeroNet's fields but those fixed by the env below (a
-        # wrong key is then one line naming the valid ones, not a TypeError from flax)
-        fixed = ("num_actions", "num_players", "hidden_shape", "parent", "name")
-        options = [f.name for f in dataclasses.fields(MuZeroNet) if f.init and f.name not in fixed]
-        unknown = sorted(set(cfg) - set(options))
-        if unknown:
-            raise ValueError(f"network: the MuZero network has no option {unknown[0]!r}; its "
-                             f"options: {', '.join(options)}")
-        return MuZeroNet(num_actions=env.num_actions, num_players=env.num_players,
-                         hidden_shape=tuple(obs.shape[:2]), **cfg)
-
-    def _search(self, variables, states: State, key, config: MuZeroConfig):
-        return search(self.env, self.evaluator, variables, states, key,
-                      LearnedModelSearch(config.search))
+    def check(self, config=None) -> None:
+        if self.env.is_simultaneous or self.env.is_stochastic:
+            raise ValueError(f"{self.env.id}: MuZero here searches turn-based deterministic "
+                             "games")
+        if not getattr(self.env, "fixed_turn_order", False):
+            raise ValueError(f"{self.env.id} does not declare fixed_turn_order: the learned "
+                             "model moves players in rotation (p + 1) mod P below the root")
+        super().check(config)
 
     def self_play(self, variables, states, key, risk_beta=None):
-        if risk_beta is not None:
-            raise ValueError("MuZero has no per-seat risk (TrainConfig.risk)")
-        result = self._search(variables, states, key, self.search_config)
+        result = search(self.env, self.evaluator, variables, states, key,
+                        LearnedModelSearch(self.search_config.search), risk_beta)
         return SelfPlayTargets(policy=result.policy, search_values=result.root_values)
 
-    def self_play_policy(self, variables, states, key):
-        return self.self_play(variables, states, key).policy
-
-    def act(self, variables, states, key):
-        return self._search(variables, states, key, self.eval_search_config).action
-
-    def replay_fields(self):
-        """The trajectory (action played, root values, write order): what the windows read."""
-        return replay.trajectory_fields(self.env.num_players)
+    def act(self, variables, states, key, player=None):
+        config = self.eval_search_config if player is None else player
+        return search(self.env, self.evaluator, variables, states, key,
+                      LearnedModelSearch(config.search)).action
 
     def sample(self, buffer, key, batch_size):
         return make_batch(buffer, key, batch_size, self.search_config, self.value_format)
@@ -265,7 +257,5 @@ class MuZeroAlgorithm(Algorithm):
                            config=self.search_config)
 
 
-
-
-__all__ = ["MuZeroConfig", "MuZeroBatch", "MuZeroAlgorithm", "make_batch", "value_targets",
-           "step_rewards", "muzero_loss"]
+__all__ = ["MuZeroConfig", "MuZeroBatch", "MuZeroAlgorithm", "make_batch", "muzero_network",
+           "value_targets", "step_rewards", "muzero_loss"]

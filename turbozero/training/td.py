@@ -40,14 +40,14 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from envs.core import Env, State
+from envs.core import State
 from turbozero.search.afterstate import (AfterstatePlayerConfig, AfterstateValuer, check_env,
                                          choose_afterstates)
-from turbozero.search.api import NetworkEvaluator, search
 from turbozero.training import collector as collector_lib
 from turbozero.training import replay
 from turbozero.training.algorithms import Algorithm
 from turbozero.training.loss_fns import apply_in_training, total_loss
+from turbozero.training.types import variables_of
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,13 +164,11 @@ def lambda_targets(outcome: jax.Array, finished: jax.Array, written: jax.Array,
 class AfterstateTD(Algorithm):
     """Afterstate TD(lambda) with complete-move self-play (module docstring)."""
 
-    def __init__(self, env, apply_fn, value_format, search_config, eval_search_config=None):
+    def __init__(self, env, apply_fn, value_format, search_config, eval_search_config=None,
+                 acting=None):
+        del acting  # self-play explores by TDConfig.exploration
         if not isinstance(search_config, TDConfig):
             raise ValueError(f"AfterstateTD trains with a TDConfig, got {search_config!r}")
-        self.check_env(env)
-        if not value_format.has_outcomes:
-            raise ValueError("afterstate TD needs a value format with outcome distributions "
-                             f"(has_outcomes); {value_format.name} has none")
         if eval_search_config is None:
             eval_search_config = search_config.player
         if not isinstance(eval_search_config, AfterstatePlayerConfig):
@@ -178,34 +176,19 @@ class AfterstateTD(Algorithm):
                              "eval_search must be an AfterstatePlayerConfig, got "
                              f"{type(eval_search_config).__name__}")
         super().__init__(env, apply_fn, value_format, search_config, eval_search_config)
-        self.evaluator = NetworkEvaluator(apply_fn, value_format)
+        if not value_format.has_outcomes:
+            raise ValueError("afterstate TD needs a value format with outcome distributions "
+                             f"(has_outcomes); {value_format.name} has none")
+        self.greedy_player = AfterstatePlayerConfig(
+            max_afterstates=search_config.player.max_afterstates)
 
-    @classmethod
-    def check_env(cls, env: Env) -> None:
-        check_env(env)
-
-    def check_truncated_games(self, truncated_games, max_self_play_steps=None) -> None:
-        if truncated_games is not None or max_self_play_steps is not None:
+    def check(self, config=None) -> None:
+        check_env(self.env)
+        if config is not None and (config.truncated_games is not None
+                                   or config.max_self_play_steps is not None):
             raise ValueError("afterstate TD plays every game to its end: truncated_games and "
                              "max_self_play_steps must be None")
-
-    # ------------------------------------------------------------------- acting
-    def self_play_policy(self, variables, states, key):
-        return search(self.env, self.evaluator, variables, states, key,
-                      self.search_config.player).policy
-
-    def act(self, variables, states, key):
-        # the whole result: its plan (the chosen complete move) lets an outside match play the
-        # move through instead of searching at every checker step
-        return search(self.env, self.evaluator, variables, states, key, self.eval_search_config)
-
-    def builtin_opponents(self):
-        player = AfterstatePlayerConfig(max_afterstates=self.search_config.player.max_afterstates)
-
-        def greedy(variables, states, key):
-            return search(self.env, self.evaluator, variables, states, key, player).action
-
-        return {"greedy": greedy}
+        super().check(config)
 
     # ------------------------------------------------------------------ self-play
     def init_replay(self, num_envs, capacity, states, form=None, policy_form=None):
@@ -284,13 +267,13 @@ class AfterstateTD(Algorithm):
         finished = (after.terminated | after.truncated)[:, None]
         return jnp.where(finished, self.value_format.outcome_of(reward), expected)
 
-    def collect_games(self, env, policy_fn, variables, collector, buffer: TDReplay, key,
-                      num_steps, schedule=None, risk=None, iteration=0, truncated_games=None,
-                      max_steps=None):
-        """`num_steps` complete moves in every game (lax.scan), each afterstate written to the
-        replay; the lambda-return targets are computed again over the whole replay after."""
-        del policy_fn, schedule, risk, iteration, truncated_games, max_steps
-        num_envs = collector.episode_id.shape[0]
+    def collect(self, state, config):
+        """`config.collect_steps` complete moves in every game (lax.scan), each afterstate
+        written to the replay; the lambda-return targets are computed again over the whole
+        replay after. Acting is `TDConfig.exploration` (`_choose`), not a schedule."""
+        env, num_envs = self.env, state.collector.episode_id.shape[0]
+        variables = variables_of(state.train_state)
+        key, k_collect = jax.random.split(state.key)
 
         def one_turn(carry, k):
             col, buf, stats = carry
@@ -320,9 +303,10 @@ class AfterstateTD(Algorithm):
             episodes_finished=jnp.zeros((), jnp.int32),
             outcome_sum=jnp.zeros((env.num_players,), jnp.float32),
             positions=jnp.zeros((), jnp.int32))
-        (collector, buffer, stats), _ = jax.lax.scan(
-            one_turn, (collector, buffer, stats0), jax.random.split(key, num_steps))
-        return collector, self._with_targets(buffer), stats
+        (col, buf, stats), _ = jax.lax.scan(
+            one_turn, (state.collector, state.buffer, stats0),
+            jax.random.split(k_collect, config.collect_steps))
+        return state.replace(collector=col, buffer=self._with_targets(buf), key=key), stats
 
     def _with_targets(self, buf: TDReplay) -> TDReplay:
         """Every row's lambda-return targets, from its moves in the order played."""

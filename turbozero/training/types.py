@@ -43,3 +43,12 @@ class TrainState(train_state.TrainState):
     """flax's TrainState plus optional BatchNorm statistics (None for networks without BN)."""
 
     batch_stats: Optional[Any] = None
+
+
+def variables_of(train_state: TrainState) -> dict:
+    """The network's variables of a train state: its params, and its BatchNorm statistics
+    where it has them."""
+    v = {"params": train_state.params}
+    if train_state.batch_stats is not None:
+        v["batch_stats"] = train_state.batch_stats
+    return v
