@@ -73,10 +73,10 @@ def test_set_parses_each_field_type():
     assert new["algorithm"].search == MctxConfig(num_simulations=4, pb_c_init=0.5)
     pyrat = get_preset("pyrat", "tiny")
     assert parse_overrides(pyrat, ["search.capacity=40"])["algorithm"].search == (
-        dataclasses.replace(pyrat.search, capacity=40))
+        dataclasses.replace(pyrat.algorithm.search, capacity=40))
     assert parse_overrides(pyrat, ["algorithm.search.capacity=40"]) == parse_overrides(
         pyrat, ["search.capacity=40"])
-    assert isinstance(pyrat.search, MCGSConfig)
+    assert isinstance(pyrat.algorithm.search, MCGSConfig)
 
 
 @pytest.mark.parametrize("pair, message", [
@@ -152,9 +152,9 @@ def test_search_num_simulations_is_one_key_for_every_game(game, preset):
     base = get_preset(game, preset)
     cfg = with_overrides(base, parse_overrides(
         base, ["search.num_simulations=3", "eval_search.num_simulations=2"]))
-    assert tree_config(cfg.search).num_simulations == 3
-    assert tree_config(cfg.eval_search).num_simulations == 2
-    assert type(cfg.search) is type(base.search)
+    assert tree_config(cfg.algorithm.search).num_simulations == 3
+    assert tree_config(cfg.algorithm.eval_search).num_simulations == 2
+    assert type(cfg.algorithm.search) is type(base.algorithm.search)
 
 
 def test_unknown_network_and_env_options_are_one_line_before_anything_is_built(tmp_path, capsys):
@@ -178,29 +178,29 @@ def test_unknown_network_and_env_options_are_one_line_before_anything_is_built(t
 def test_changed_search_carries_a_derived_evaluation_search():
     base = _mctx_base()
     cfg = with_overrides(base, parse_overrides(base, ["search.num_simulations=5"]))
-    assert cfg.eval_search is None  # derived when the algorithm is built
-    assert evaluation_search(cfg.search) == MctxConfig(num_simulations=5, dirichlet_fraction=0.0)
+    assert cfg.algorithm.eval_search is None  # derived when the algorithm is built
+    assert evaluation_search(cfg.algorithm.search) == MctxConfig(num_simulations=5, dirichlet_fraction=0.0)
     # the kernel's nested root noise is turned off too
     base = get_preset(GAME, "tiny")
     cfg = with_overrides(base, parse_overrides(base, ["search.root.dirichlet_fraction=0.5"]))
-    assert cfg.search.root.dirichlet_fraction == 0.5
-    assert evaluation_search(cfg.search).root.dirichlet_fraction == 0.0
+    assert cfg.algorithm.search.root.dirichlet_fraction == 0.5
+    assert evaluation_search(cfg.algorithm.search).root.dirichlet_fraction == 0.0
     # a preset's own evaluation search stays
     small = get_preset("pyrat", "small")
     cfg = with_overrides(small, parse_overrides(small, ["search.num_simulations=8"]))
-    assert cfg.eval_search == small.eval_search
+    assert cfg.algorithm.eval_search == small.algorithm.eval_search
 
 
 def test_a_field_of_a_derived_evaluation_search_can_be_set():
     """`eval_search.num_simulations=1` on a derived (None) evaluation search starts from the
     derivation of the self-play search as set on the same command line."""
     base = get_preset(GAME, "tiny")
-    assert base.eval_search is None
+    assert base.algorithm.eval_search is None
     cfg = with_overrides(base, parse_overrides(
         base, ["search.num_simulations=6", "eval_search.num_simulations=1"]))
-    assert cfg.eval_search == dataclasses.replace(
-        evaluation_search(dataclasses.replace(base.search, num_simulations=6)), num_simulations=1)
-    assert cfg.eval_search.root.dirichlet_fraction == 0.0
+    assert cfg.algorithm.eval_search == dataclasses.replace(
+        evaluation_search(dataclasses.replace(base.algorithm.search, num_simulations=6)), num_simulations=1)
+    assert cfg.algorithm.eval_search.root.dirichlet_fraction == 0.0
 
 
 def test_set_takes_a_config_of_another_class_tagged_as_stored():
@@ -211,7 +211,7 @@ def test_set_takes_a_config_of_another_class_tagged_as_stored():
     assert parse_overrides(base, [f"eval_search={one_ply}"]) == {
         "algorithm": dataclasses.replace(base.algorithm, eval_search=OnePlyConfig())}
     chess = get_preset("chess", "small")
-    assert isinstance(chess.eval_search, OnePlyConfig)
+    assert isinstance(chess.algorithm.eval_search, OnePlyConfig)
     tree = ('{"__dataclass__": "turbozero.search.kernel:TreeSearchConfig", '
             '"num_simulations": 4, "root": {"dirichlet_fraction": 0.0}}')
     new = parse_overrides(chess, [f"eval_search={tree}", "eval_search.num_simulations=4"])
@@ -252,7 +252,7 @@ def test_config_json_is_generic_and_guarded():
     assert search["__dataclass__"] == "turbozero.search.mctx_policies:MctxConfig"
     # a field a later version added is missing from an older file: its default is used
     del search["pb_c_base"]
-    assert config_from_json(data).search.pb_c_base == MctxConfig().pb_c_base
+    assert config_from_json(data).algorithm.search.pb_c_base == MctxConfig().pb_c_base
     search["warp_factor"] = 9
     with pytest.raises(ValueError, match="MctxConfig has no field 'warp_factor'"):
         config_from_json(data)

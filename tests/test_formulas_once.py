@@ -10,7 +10,7 @@ acting with temperature and random tie-breaks in `turbozero.search.acting`.
 * The C++ tree (cpp/search.hpp) computes the same numbers as the Python formulas: the child it
   selects is the one `SpecPUCT` (with `first_play_urgency`) scores highest, and it mixes a given
   Dirichlet draw into the root priors as `mix_legal_noise` does.
-* The C++ self-play acts by `TrainConfig.temperature_schedule` (tau for the first T moves, then
+* The C++ self-play acts by the algorithm's `acting` (tau for the first T moves, then
   the most visited move).
 """
 

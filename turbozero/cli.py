@@ -187,7 +187,7 @@ def _train_run(args: argparse.Namespace, primary: bool) -> int:
         return 0
     if trainer.tensorboard is not None:
         print(f"tensorboard: tensorboard --logdir {trainer.tensorboard.log_dir}")
-    print(report.explain_losses(config.search))  # the numbers the bar and the summary show
+    print(report.explain_losses(config.algorithm.search))  # the numbers the bar and the summary show
     trained: list[dict] = []
     evaluated: list[dict] = []
 
@@ -563,7 +563,7 @@ def format_presets(game: str) -> str:
     for name in names:
         cfg = presets.get_preset(game, name)
         network = " ".join(f"{k}={_sizes(v)}" for k, v in dict(cfg.network).items()) or "default"
-        rows.append((name, str(cfg.num_envs), str(_simulations(cfg.search)),
+        rows.append((name, str(cfg.num_envs), str(_simulations(cfg.algorithm.search)),
                      str(cfg.num_iterations), network,
                      presets.measured_time(game, name)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]

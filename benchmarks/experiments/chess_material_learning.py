@@ -44,7 +44,7 @@ def config(seed: int, iterations: int, eval_simulations: int = 64, one_ply: bool
     return dataclasses.replace(small, algorithm=dataclasses.replace(
         small.algorithm, eval_search=evaluation_search(TreeSearchConfig(
             num_simulations=eval_simulations, selection=SpecPUCT(fpu_base=0.0),
-            root=GumbelRoot(max_considered=64), discount=small.search.discount))))
+            root=GumbelRoot(max_considered=64), discount=small.algorithm.search.discount))))
 
 
 def main() -> None:

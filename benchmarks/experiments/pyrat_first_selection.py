@@ -28,8 +28,8 @@ def main() -> None:
     base = get_preset("pyrat", "small", seed=args.seed, checkpoint_every=0)
     cfg = dataclasses.replace(base, algorithm=dataclasses.replace(
         base.algorithm,
-        search=dataclasses.replace(base.search, exploration_floor=args.floor),
-        eval_search=dataclasses.replace(base.eval_search, exploration_floor=args.floor)))
+        search=dataclasses.replace(base.algorithm.search, exploration_floor=args.floor),
+        eval_search=dataclasses.replace(base.algorithm.eval_search, exploration_floor=args.floor)))
     Trainer(cfg, args.run_dir).run(progress=False)
 
 

@@ -43,7 +43,7 @@ def main() -> None:
             positions += record["positions"]
         print(f"{args.game} --preset {preset}: {statistics.median(rates):8.1f} self-play "
               f"positions/s (median of {args.iterations} iterations, {positions} positions; "
-              f"search {type(cfg.search).__name__})", flush=True)
+              f"search {type(cfg.algorithm.search).__name__})", flush=True)
 
 
 if __name__ == "__main__":

@@ -69,7 +69,7 @@ def main() -> None:
     env = envs.make("gomoku", size=args.size, win_length=args.win_length, num_players=3,
                     view=args.view)
     preset = get_preset("gomoku", args.preset)
-    search = dataclasses.replace(preset.search.search, num_simulations=args.simulations)
+    search = dataclasses.replace(preset.algorithm.search.search, num_simulations=args.simulations)
     obs_shape = env.init(jax.random.PRNGKey(0)).observation.shape
     net = MuZeroNet(num_actions=env.num_actions, num_players=3, hidden_shape=obs_shape[:2],
                     **dict(preset.network))

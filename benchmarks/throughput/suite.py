@@ -388,10 +388,10 @@ def training_section(report: Report, sizes: Sizes) -> None:
     overrides = {"eval_every": 0, "eval_opponents": (), "checkpoint_every": 0,
                  **sizes.train_overrides}
     cfg = get_preset(game, preset, **overrides)
-    search_cfg = tree_config(cfg.search)
+    search_cfg = tree_config(cfg.algorithm.search)
     small = dataclasses.replace(search_cfg, num_simulations=sizes.train_sims)
-    if search_cfg is not cfg.search:
-        small = dataclasses.replace(cfg.search, search=small)
+    if search_cfg is not cfg.algorithm.search:
+        small = dataclasses.replace(cfg.algorithm.search, search=small)
     cfg = dataclasses.replace(cfg, algorithm=dataclasses.replace(cfg.algorithm, search=small))
     trainer = Trainer(cfg)
     for _ in range(20):  # fill the replay until finished games give value targets

@@ -62,13 +62,13 @@ def main() -> None:
             overrides[name] = getattr(args, name)
     cfg = get_preset(args.game, args.preset, **overrides)
     try:
-        tree_config(cfg.search)
+        tree_config(cfg.algorithm.search)
     except ValueError:
-        p.error(f"{args.game} {args.preset} has no tree search ({type(cfg.search).__name__}); "
+        p.error(f"{args.game} {args.preset} has no tree search ({type(cfg.algorithm.search).__name__}); "
                 "this script times one (backgammon: --preset az-tiny)")
     if args.simulations:
         cfg = dataclasses.replace(cfg, algorithm=dataclasses.replace(
-            cfg.algorithm, search=with_simulations(cfg.search, args.simulations)))
+            cfg.algorithm, search=with_simulations(cfg.algorithm.search, args.simulations)))
     if args.memory:
         return memory(cfg, args)
     trainer = Trainer(cfg)
@@ -106,7 +106,7 @@ def main() -> None:
                        "scan": lambda: scan(trainer.state.train_state, trainer.state.buffer,
                                             trainer.state.key)}, repeats=args.repeats)
     t_train, t_scan = t["train"].median, t["scan"].median
-    n, sims = cfg.num_envs, tree_config(cfg.search).num_simulations
+    n, sims = cfg.num_envs, tree_config(cfg.algorithm.search).num_simulations
     rows = [
         ("search simulations/s", n * sims / t_search, f"batch {n} x {sims} sims, {t_search*1e3:.1f} ms/call"),
         ("self-play positions/s", n * cfg.collect_steps / t_collect, f"{n} games x {cfg.collect_steps} moves"),

@@ -163,7 +163,7 @@ def test_a_run_that_stored_the_old_mctx_config_name_still_loads():
     data["search"] = {"__dataclass__": "turbozero.search.mctx_policies:SearchConfig",
                       "num_simulations": 7}
     loaded = config_from_json(data)
-    assert isinstance(loaded.search, MctxConfig) and loaded.search.num_simulations == 7
+    assert isinstance(loaded.algorithm.search, MctxConfig) and loaded.algorithm.search.num_simulations == 7
 
 
 def _lazy_exports(path: pathlib.Path) -> dict:

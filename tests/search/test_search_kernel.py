@@ -376,7 +376,7 @@ def test_chess_preset_search_finds_and_avoids_mate_in_one_for_both_colours():
     from turbozero.presets import get_preset
     from turbozero.training.algorithms import evaluation_search
 
-    config = evaluation_search(get_preset("chess", "large").search)
+    config = evaluation_search(get_preset("chess", "large").algorithm.search)
     assert (config.selection.c_puct, config.selection.fpu_base) == (1.5, 1.0)
     assert config.num_simulations == 800
     fens = MATE_FENS + AVOID_FENS

@@ -1,5 +1,5 @@
 """Training through the C++ CPU path (turbozero/training/cpu_alphazero.py, docs/cpu_search.md
-"Training"): `TrainConfig.search = CPUSelfPlayConfig(...)` plays whole games with the C++
+"Training"): `AlphaZero(search=CPUSelfPlayConfig(...))` plays whole games with the C++
 workers, writes them into the library's replay, and trains and evaluates like AlphaZero."""
 
 from __future__ import annotations

@@ -118,12 +118,12 @@ def test_presets_derive_a_deterministic_evaluation_search():
     from turbozero.training.algorithms import evaluation_search
 
     cfg = _with(get_preset(GAME, "tiny"), search=MctxConfig(num_simulations=5))
-    assert cfg.eval_search is None
-    assert evaluation_search(cfg.search) == MctxConfig(num_simulations=5, dirichlet_fraction=0.0)
+    assert cfg.algorithm.eval_search is None
+    assert evaluation_search(cfg.algorithm.search) == MctxConfig(num_simulations=5, dirichlet_fraction=0.0)
     cfg = _with(get_preset("pyrat", "tiny"), search=MCGSConfig(num_simulations=6, c_puct=0.5))
-    assert evaluation_search(cfg.search) == MCGSConfig(num_simulations=6, c_puct=0.5)
+    assert evaluation_search(cfg.algorithm.search) == MCGSConfig(num_simulations=6, c_puct=0.5)
     given = MCGSConfig(num_simulations=7)
-    assert _with(get_preset("pyrat", "tiny"), eval_search=given).eval_search == given
+    assert _with(get_preset("pyrat", "tiny"), eval_search=given).algorithm.eval_search == given
 
 
 SHARDED_SCRIPT = r"""
@@ -221,7 +221,7 @@ def test_cli_train_and_eval(tmp_path):
 
     one_ply = evaluation_config(run_dir, 4, [
         'eval_search={"__dataclass__": "turbozero.search.one_ply:OnePlyConfig"}'])
-    assert one_ply.eval_search == OnePlyConfig() and one_ply.eval_games == 4
+    assert one_ply.algorithm.eval_search == OnePlyConfig() and one_ply.eval_games == 4
     bad = subprocess.run([sys.executable, "-m", "turbozero.cli", "train", "go"],
                          capture_output=True, text=True, timeout=600, cwd=root, env=_subprocess_env())
     assert bad.returncode == 2 and "error" in bad.stderr

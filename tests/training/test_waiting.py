@@ -208,12 +208,12 @@ def test_every_column_opponent_and_loss_part_is_explained(capsys):
 
 
 def test_loss_line_says_how_the_parts_add_up():
-    az = report.explain_losses(get_preset(GAME, "tiny").search)
+    az = report.explain_losses(get_preset(GAME, "tiny").algorithm.search)
     assert az.startswith("loss = policy_loss + value_loss;")
-    mz = report.explain_losses(get_preset("gomoku", "tiny").search)
+    mz = report.explain_losses(get_preset("gomoku", "tiny").algorithm.search)
     # gomoku's parts do not add up to the loss: the line gives the weights
     assert mz.startswith("loss = policy_loss + value_loss + reward_loss + 2 * consistency_loss")
-    td = report.explain_losses(get_preset("backgammon", "tiny").search)  # afterstate TD
+    td = report.explain_losses(get_preset("backgammon", "tiny").algorithm.search)  # afterstate TD
     assert td.startswith("loss = value_loss (TD trains no policy head: policy_loss is 0);")
 
 

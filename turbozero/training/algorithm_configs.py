@@ -42,7 +42,7 @@ from turbozero.training.muzero import MuZeroAlgorithm, MuZeroConfig, muzero_netw
 from turbozero.training.td import AfterstateTD, TDConfig
 
 
-class _AlgorithmConfig:
+class AlgorithmConfig:
     """What every algorithm config does; a subclass names the searches it trains with
     (`searches`), the evaluation players it takes (`eval_searches`) and its runtime."""
 
@@ -94,20 +94,14 @@ class _AlgorithmConfig:
         return self.runtime()(env, functools.partial(apply_fn, train=False), value_format,
                               self.search, self.eval_search, self.acting)
 
-    def derived_field(self, name: str) -> Any:
-        """What a field left None stands for (`--set eval_search.x=...` edits it)."""
-        if name == "eval_search":
-            return evaluation_search(self.search)
-        return None
-
-
-def _check_acting(acting: Any) -> None:
-    if not isinstance(acting, TemperatureSchedule):
-        raise ValueError(f"acting must be a TemperatureSchedule, got {type(acting).__name__}")
+    def evaluation_player(self) -> Any:
+        """The search evaluation plays: `eval_search`, or where it is None the self-play search
+        made deterministic (what `--set algorithm.eval_search.x=...` edits)."""
+        return evaluation_search(self.search) if self.eval_search is None else self.eval_search
 
 
 @dataclasses.dataclass(frozen=True)
-class _SearchAndActing(_AlgorithmConfig):
+class _SearchAndActing(AlgorithmConfig):
     """The fields of an algorithm that acts by a temperature schedule on its policy target."""
 
     search: Any = None  # each algorithm sets its own default
@@ -115,7 +109,9 @@ class _SearchAndActing(_AlgorithmConfig):
     eval_search: Any = None
 
     def __post_init__(self) -> None:
-        _check_acting(self.acting)
+        if not isinstance(self.acting, TemperatureSchedule):
+            raise ValueError("acting must be a TemperatureSchedule, got "
+                             f"{type(self.acting).__name__}")
 
 
 # the searches of the library's kernel, mctx and the 1-ply / complete-move players: what an
@@ -185,7 +181,7 @@ class MuZero(_SearchAndActing):
 
 
 @dataclasses.dataclass(frozen=True)
-class TD(_AlgorithmConfig):
+class TD(AlgorithmConfig):
     """Afterstate TD(lambda) with complete-move self-play (`turbozero.training.td`). search: a
     `TDConfig`, whose `exploration` is how self-play acts (a uniformly random complete move
     with that probability, else its player's best): TD has no temperature schedule.
@@ -199,6 +195,9 @@ class TD(_AlgorithmConfig):
 
     def runtime(self) -> type:
         return AfterstateTD
+
+    def evaluation_player(self) -> Any:
+        return self.search.player if self.eval_search is None else self.eval_search
 
 
 # the algorithms: the owner of a search is named from these (`algorithm_for_search`), in order
@@ -221,20 +220,12 @@ def _unclaimed_family(search: Any) -> bool:
 
 def register_algorithm_config(config_type: type) -> None:
     """Add an algorithm (a class like those above) to those a search's owner is found among."""
-    if not (isinstance(config_type, type) and issubclass(config_type, _AlgorithmConfig)
+    if not (isinstance(config_type, type) and issubclass(config_type, AlgorithmConfig)
             and dataclasses.is_dataclass(config_type)):
         raise ValueError("an algorithm config must be a dataclass subclassing "
-                         f"algorithm_configs._AlgorithmConfig, got {config_type!r}")
+                         f"algorithm_configs.AlgorithmConfig, got {config_type!r}")
     if config_type not in ALGORITHM_CONFIGS:
         ALGORITHM_CONFIGS.append(config_type)
-
-
-def is_algorithm_config(value: Any) -> bool:
-    return isinstance(value, _AlgorithmConfig)
-
-
-def is_algorithm_config_type(cls: Any) -> bool:
-    return isinstance(cls, type) and issubclass(cls, _AlgorithmConfig)
 
 
 def algorithm_for_search(search: Any) -> type:
@@ -260,5 +251,5 @@ def algorithm_error(value: Any) -> str:
     return f"algorithm must be one of {names}, got {type(value).__name__}{hint}"
 
 
-__all__ = ["ALGORITHM_CONFIGS", "AlphaZero", "GraphSearch", "MuZero", "TD", "algorithm_for_search",
-           "is_algorithm_config", "register_algorithm_config"]
+__all__ = ["ALGORITHM_CONFIGS", "AlgorithmConfig", "AlphaZero", "GraphSearch", "MuZero", "TD",
+           "algorithm_for_search", "register_algorithm_config"]

@@ -40,10 +40,6 @@ from turbozero.training.stored_observations import ObservationPlanes
 from turbozero.training.stored_policies import DensePolicy
 from turbozero.training.types import SelfPlayTargets, variables_of
 
-# policy(variables, states[B], key) -> actions [B] (turn-based) or [B, P] (simultaneous)
-PolicyFn = Callable[[Any, State, jax.Array], jax.Array]
-
-
 def evaluation_search(search_config: Any) -> Any:
     """The self-play search made deterministic for evaluation: `search_config.for_evaluation()`
     (every search config says how: no root noise; docs/training.md)."""

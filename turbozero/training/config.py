@@ -11,7 +11,7 @@ import dataclasses
 from typing import Any, Optional
 
 from turbozero.games import game_spec
-from turbozero.training.algorithm_configs import AlphaZero, algorithm_error, is_algorithm_config
+from turbozero.training.algorithm_configs import AlgorithmConfig, AlphaZero, algorithm_error
 from turbozero.training.risk import SelfPlayRisk
 from turbozero.training.replay_sampling import UniformSampling, check_sampling
 from turbozero.training.stored_observations import ObservationPlanes, check_form
@@ -75,8 +75,7 @@ class TrainConfig:
     # what the run trains with: AlphaZero(search, acting, eval_search), GraphSearch(...),
     # MuZero(...) or TD(...) (training/algorithm_configs.py; docs/training.md, "Algorithms").
     # Runs stored with the fields before it (search=, eval_search=, temperature_schedule=)
-    # read through training/migration.py; `search`, `eval_search` and `temperature_schedule`
-    # below read the algorithm's fields
+    # read through training/migration.py
     algorithm: Any = AlphaZero()
     # per-game entropic-risk betas of the seats in self-play (training/risk.py; the tree
     # kernel's SpecPUCT); None: the search config's own beta for every seat
@@ -104,7 +103,7 @@ class TrainConfig:
         if not isinstance(self.donate_loop_state, bool):
             raise ValueError(f"donate_loop_state must be True or False, got "
                              f"{self.donate_loop_state!r}")
-        if not is_algorithm_config(self.algorithm):
+        if not isinstance(self.algorithm, AlgorithmConfig):
             raise ValueError(algorithm_error(self.algorithm))
         self.algorithm.check()
         if self.risk is not None and not isinstance(self.risk, SelfPlayRisk):
@@ -124,21 +123,3 @@ class TrainConfig:
             if opp not in known:
                 raise ValueError(f"unknown evaluation opponent {opp!r} for {self.game}; "
                                  f"choose from {sorted(set(known))}")
-
-    # ------------------------------------------------ read-only views into `algorithm`
-    # (scripts, benchmarks and the CLI read the self-play search without asking which
-    # algorithm holds it)
-    @property
-    def search(self) -> Any:
-        """The self-play search: `algorithm.search`."""
-        return self.algorithm.search
-
-    @property
-    def eval_search(self) -> Any:
-        """The evaluation player as set (None: derived): `algorithm.eval_search`."""
-        return self.algorithm.eval_search
-
-    @property
-    def temperature_schedule(self) -> Any:
-        """Self-play acting: `algorithm.acting` (None for TD, which acts by its search)."""
-        return self.algorithm.acting

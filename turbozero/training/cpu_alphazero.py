@@ -1,6 +1,6 @@
 """AlphaZero whose self-play runs on the C++ CPU path (docs/cpu_search.md, "Training").
 
-`TrainConfig.search = CPUSelfPlayConfig(...)` selects `CPUAlphaZero`: each iteration plays
+`AlphaZero(search=CPUSelfPlayConfig(...))` builds `CPUAlphaZero`: each iteration plays
 `num_games` whole games with the bundled C++ node pool, evaluation queue and worker threads
 (`turbozero.search.cpu.cpu_self_play`; JAX steps the rules and runs the network on the batches
 the queue collects), and writes them into the library's replay; training, checkpoints and the
@@ -20,7 +20,8 @@ import numpy as np
 
 from turbozero.networks.value_formats import mover_to_seats
 from turbozero.search.cpu import require_extension
-from turbozero.search.cpu.selfplay import CPUSelfPlayConfig, cpu_self_play, make_pool_evaluator
+from turbozero.search.cpu.selfplay import (CPUSelfPlayConfig, check_env, cpu_self_play,
+                                          make_pool_evaluator)
 from turbozero.search.kernel import TreeSearchConfig
 from turbozero.search.roots import PUCTRoot
 from turbozero.search.selection import SpecPUCT
@@ -71,10 +72,7 @@ class CPUAlphaZero(AlphaZeroAlgorithm):
         """Per-seat risk is searched by the C++ tree (seat betas per game); the evaluation
         search (the kernel) uses CPUSearchConfig.risk_beta."""
         require_extension()  # a clear error naming how to build it when it is missing
-        env = self.env
-        if env.is_simultaneous or env.is_stochastic or env.num_players > 2:
-            raise ValueError(f"{env.id}: the CPU path searches deterministic turn-based games "
-                             "of at most two players")
+        check_env(self.env)
         if config is None:
             return
         if config.truncated_games is not None:

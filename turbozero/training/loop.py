@@ -212,16 +212,12 @@ class Trainer:
         # the settings, before anything is allocated (training/memory.py), warm start or not
         check_loop_state(shapes, cfg, self.mesh.devices.flat[0], env=self.env,
                          with_wdl=bool(self.spec.value_format.has_wdl),
-                         eval_search=self._evaluation_search_config(),
+                         # the search evaluation runs (the C++ path's: the kernel's)
+                         eval_search=self.algorithm.eval_search_config,
                          network=(self.algorithm.apply_fn, self.variables(shapes.train_state)))
         if not stored and hasattr(cfg.optimizer, "check"):
             cfg.optimizer.check(shapes.train_state.params)
         return self._place(built(cfg.seed))
-
-    def _evaluation_search_config(self) -> Any:
-        """The search config the evaluation runs (memory bound): the algorithm's own, which
-        for the C++ path is the kernel's search of the same formulas."""
-        return getattr(self.algorithm, "eval_search_config", None)
 
     @staticmethod
     def variables(train_state: TrainState) -> dict:

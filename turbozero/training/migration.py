@@ -50,8 +50,8 @@ from turbozero.search.cpu.tree import CPUSearchConfig
 from turbozero.search.kernel import TreeSearchConfig
 from turbozero.search.mcgs import MCGSConfig
 from turbozero.search.mctx_policies import MctxConfig
-from turbozero.training.algorithm_configs import (AlphaZero, algorithm_for_search,
-                                                  is_algorithm_config, is_algorithm_config_type)
+from turbozero.training.algorithm_configs import (AlgorithmConfig, AlphaZero,
+                                                  algorithm_for_search)
 from turbozero.training.config import TrainConfig
 
 # modules whose classes moved (old module -> module now): read through this, with no
@@ -140,7 +140,7 @@ def upgrade(cls: type, values: dict[str, Any], stored: Optional[dict] = None) ->
     `stored`: the object's JSON as stored (its nested objects not yet decoded)."""
     if cls in ACTING_FIELDS:
         return {k: v for k, v in values.items() if k not in ACTING_FIELDS[cls]}
-    if is_algorithm_config_type(cls) and "acting" in {f.name for f in dataclasses.fields(cls)}:
+    if issubclass(cls, AlgorithmConfig) and "acting" in {f.name for f in dataclasses.fields(cls)}:
         acting = _cpu_acting((stored or {}).get("search"), values.get("acting"))
         return values if acting is None else dict(values, acting=acting)
     if cls is not TrainConfig:
@@ -218,7 +218,7 @@ def follow_search(algorithm: Any) -> Any:
     """An algorithm config whose search was set to another algorithm's (`--set search={...}`
     of another class) turned into that algorithm's config, as the layout before the algorithm
     read it."""
-    if is_algorithm_config(algorithm) and not type(algorithm).trains_with(algorithm.search):
+    if isinstance(algorithm, AlgorithmConfig) and not type(algorithm).trains_with(algorithm.search):
         try:
             return algorithm_with(algorithm, search=algorithm.search)
         except ValueError:

@@ -31,6 +31,7 @@ from typing import Any, Sequence
 
 import envs
 from turbozero.training import migration
+from turbozero.training.algorithm_configs import AlgorithmConfig
 from turbozero.training.algorithms import tree_config
 from turbozero.training.config import TrainConfig
 
@@ -344,12 +345,11 @@ def _set_path(current: Any, hint: Any, path: list[str], text: str, key: str) -> 
         return _from_text(text, hint, current, key)
     name, rest = path[0], path[1:]
     if dataclasses.is_dataclass(current) and not isinstance(current, type):
-        derived = getattr(current, "derived_field", None)
-        if rest and callable(derived) and getattr(current, name, _MISSING) is None \
-                and derived(name) is not None:
-            # a field left None stands for a derived value (the algorithm's eval_search: its
-            # search without noise at temperature 0): `eval_search.num_simulations=1` edits it
-            value = derived(name)
+        if rest and name == "eval_search" and isinstance(current, AlgorithmConfig) \
+                and current.eval_search is None:
+            # None stands for the derived evaluation player (the self-play search without
+            # noise): `eval_search.num_simulations=1` edits it
+            value = current.evaluation_player()
             return _replace_field(current, name,
                                   lambda old, h: _set_path(value, h, rest, text, key), key)
         if name == SIMULATIONS and name not in {f.name for f in dataclasses.fields(current)}:

@@ -85,7 +85,7 @@ TD_TARGETS = (SampledTargets, ExpectedTargets)
 
 @dataclasses.dataclass(frozen=True)
 class TDConfig:
-    """Self-play settings of afterstate TD learning (`TrainConfig.search`; module docstring).
+    """Self-play settings of afterstate TD learning (`TD(search=...)`; module docstring).
 
     player: the complete-move player of self-play (0-ply by default). td_lambda: the lambda of
     the targets, in [0, 1]. exploration: probability of a uniformly random complete move.

@@ -301,7 +301,8 @@ def check_env(env) -> None:
     if env.is_simultaneous or env.is_stochastic:
         raise ValueError(f"{env.id}: the CPU path searches deterministic turn-based games")
     if env.num_players > 2:
-        raise ValueError(f"{env.id}: the CPU path backs up one zero-sum value (<= 2 players)")
+        raise ValueError(f"{env.id}: the CPU path backs up one zero-sum value (at most two "
+                         "players)")
 
 
 def build_coordinator(env, config: CPUSelfPlayConfig, seat_betas=None,
