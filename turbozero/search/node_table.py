@@ -30,73 +30,40 @@ from turbozero.search.tree import Tree
 EXACT_LIMIT = 2 ** 24  # float32 holds every integer below this exactly
 
 
+# the table's columns in order: (column, the Tree field it holds, width, kind); width "p" is one
+# per player, "wdl" three with a WDL head, "chance" one in a tree with chance nodes; kind "f"
+# float, "i" integer, "b" flag
+LAYOUT = (("value_sum", "value_sum", "p", "f"), ("value_sq_sum", "value_sq_sum", "p", "f"),
+          ("wdl_sum", "wdl_sum", "wdl", "f"), ("visits", "node_visits", 1, "i"),
+          ("virtual_loss", "virtual_loss", 1, "i"), ("parent", "parent", 1, "i"),
+          ("action", "action", 1, "i"), ("depth", "depth", 1, "i"),
+          ("reward", "reward", "p", "f"), ("raw_value", "raw_value", "p", "f"),
+          ("raw_wdl", "raw_wdl", "wdl", "f"), ("player", "player", 1, "i"),
+          ("terminal", "terminal", 1, "b"), ("chance", "chance", "chance", "b"))
+
+
 @dataclasses.dataclass(frozen=True)
 class NodeColumns:
-    """Column offsets of the packed node table for P players (static)."""
+    """Column offsets of the packed node table for P players (static): one attribute per
+    column of `LAYOUT` (its first column; a column of width 0 is where it would start), and
+    `width`, the table's."""
 
     num_players: int
     with_wdl: bool
     with_chance: bool
 
-    @property
-    def value_sum(self) -> int:
-        return 0
+    def __post_init__(self) -> None:
+        offset = 0
+        for column, _, width in self.columns():
+            object.__setattr__(self, column, offset)
+            offset += width
+        object.__setattr__(self, "width", offset)
 
-    @property
-    def value_sq_sum(self) -> int:
-        return self.num_players
-
-    @property
-    def wdl_sum(self) -> int:
-        return 2 * self.num_players
-
-    @property
-    def visits(self) -> int:
-        return 2 * self.num_players + (3 if self.with_wdl else 0)
-
-    @property
-    def virtual_loss(self) -> int:
-        return self.visits + 1
-
-    @property
-    def parent(self) -> int:
-        return self.visits + 2
-
-    @property
-    def action(self) -> int:
-        return self.visits + 3
-
-    @property
-    def depth(self) -> int:
-        return self.visits + 4
-
-    @property
-    def reward(self) -> int:
-        return self.visits + 5
-
-    @property
-    def raw_value(self) -> int:
-        return self.reward + self.num_players
-
-    @property
-    def raw_wdl(self) -> int:
-        return self.raw_value + self.num_players
-
-    @property
-    def player(self) -> int:
-        return self.raw_wdl + (3 if self.with_wdl else 0)
-
-    @property
-    def terminal(self) -> int:
-        return self.player + 1
-
-    @property
-    def chance(self) -> int:
-        return self.player + 2
-
-    @property
-    def width(self) -> int:
-        return self.player + (3 if self.with_chance else 2)
+    def columns(self) -> list[tuple[str, str, int]]:
+        """(column, Tree field, width) of every column of `LAYOUT`, in order."""
+        sizes = {"p": self.num_players, "wdl": 3 if self.with_wdl else 0,
+                 "chance": 1 if self.with_chance else 0}
+        return [(column, field, sizes.get(width, width)) for column, field, width, _ in LAYOUT]
 
     @property
     def added(self) -> int:
@@ -118,50 +85,25 @@ def check_exact(num_nodes: int, num_actions: int) -> None:
 
 def pack_nodes(tree: Tree) -> jax.Array:
     """float32[B, N, F]: the tree's per-node statistics side by side (`NodeColumns.of(tree)`)."""
-    f32 = jnp.float32
-
-    def col(x):
-        return x.astype(f32)[..., None]
-
-    parts = [tree.value_sum, tree.value_sq_sum]
-    if tree.wdl_sum is not None:
-        parts.append(tree.wdl_sum)
-    parts += [col(tree.node_visits), col(tree.virtual_loss), col(tree.parent), col(tree.action),
-              col(tree.depth), tree.reward, tree.raw_value]
-    if tree.raw_wdl is not None:
-        parts.append(tree.raw_wdl)
-    parts += [col(tree.player), col(tree.terminal)]
-    if tree.chance is not None:
-        parts.append(col(tree.chance))
+    parts = [getattr(tree, field).astype(jnp.float32)[..., None] if kind != "f"
+             else getattr(tree, field) for (_, field, width), (*_, kind)
+             in zip(NodeColumns.of(tree).columns(), LAYOUT) if width]
     return jnp.concatenate(parts, axis=-1)
 
 
 def unpack_nodes(tree: Tree, table: jax.Array, c: NodeColumns) -> Tree:
     """`tree` with its per-node statistics read back from `table` (`pack_nodes`, columns `c`),
     bit for bit."""
-    p = c.num_players
-
-    def ints(i):
-        return table[..., i].astype(jnp.int32)
-
-    return tree._replace(
-        value_sum=table[..., c.value_sum:c.value_sum + p],
-        value_sq_sum=table[..., c.value_sq_sum:c.value_sq_sum + p],
-        wdl_sum=None if not c.with_wdl else table[..., c.wdl_sum:c.wdl_sum + 3],
-        node_visits=ints(c.visits), virtual_loss=ints(c.virtual_loss), parent=ints(c.parent),
-        action=ints(c.action), depth=ints(c.depth),
-        reward=table[..., c.reward:c.reward + p],
-        raw_value=table[..., c.raw_value:c.raw_value + p],
-        raw_wdl=None if not c.with_wdl else table[..., c.raw_wdl:c.raw_wdl + 3],
-        player=ints(c.player), terminal=table[..., c.terminal] != 0,
-        chance=None if not c.with_chance else table[..., c.chance] != 0,
-    )
+    fields = {}
+    for (column, field, width), (*_, kind) in zip(c.columns(), LAYOUT):
+        at = getattr(c, column)
+        fields[field] = (None if not width else table[..., at:at + width] if kind == "f"
+                         else table[..., at].astype(jnp.int32) if kind == "i"
+                         else table[..., at] != 0)
+    return tree._replace(**fields)
 
 
 def strip_nodes(tree: Tree) -> Tree:
     """The tree without the fields the packed table holds (None), for the loop's carry: what
     is left is the embedding and `next_node`."""
-    none = dict.fromkeys(
-        ("value_sum", "value_sq_sum", "wdl_sum", "node_visits", "virtual_loss", "parent",
-         "action", "depth", "reward", "raw_value", "raw_wdl", "player", "terminal", "chance"))
-    return tree._replace(**none)
+    return tree._replace(**dict.fromkeys(field for _, field, _, _ in LAYOUT))
