@@ -35,6 +35,20 @@ class CollectStats:
     outcome_sum: jax.Array  # float32[P], sum of the final returns of those games
     positions: jax.Array  # int32, positions written
 
+    @classmethod
+    def zero(cls, num_players: int) -> "CollectStats":
+        return cls(episodes_finished=jnp.zeros((), jnp.int32),
+                   outcome_sum=jnp.zeros((num_players,), jnp.float32),
+                   positions=jnp.zeros((), jnp.int32))
+
+    def add(self, done: jax.Array, returns: jax.Array) -> "CollectStats":
+        """After a move of every game: `done` bool[E] the games that ended, `returns`
+        float32[E, P] their returns."""
+        return CollectStats(
+            episodes_finished=self.episodes_finished + done.sum(),
+            outcome_sum=self.outcome_sum + jnp.where(done[:, None], returns, 0.0).sum(0),
+            positions=self.positions + done.shape[0])
+
 
 def init_collector(env: Env, key: jax.Array, num_envs: int,
                    risk: Optional[SelfPlayRisk] = None) -> CollectorState:
@@ -124,19 +138,9 @@ def collect(
             return_so_far=jnp.where(done[:, None], 0.0, ret),
             risk_beta=risk_beta,
         )
-        stats = CollectStats(
-            episodes_finished=stats.episodes_finished + done.sum(),
-            outcome_sum=stats.outcome_sum + jnp.where(done[:, None], ret, 0.0).sum(0),
-            positions=stats.positions + num_envs,
-        )
-        return (col, buf, stats), None
+        return (col, buf, stats.add(done, ret)), None
 
-    stats0 = CollectStats(
-        episodes_finished=jnp.zeros((), jnp.int32),
-        outcome_sum=jnp.zeros((env.num_players,), jnp.float32),
-        positions=jnp.zeros((), jnp.int32),
-    )
     (collector, buffer, stats), _ = jax.lax.scan(
-        one_step, (collector, buffer, stats0), jax.random.split(key, num_steps)
-    )
+        one_step, (collector, buffer, CollectStats.zero(env.num_players)),
+        jax.random.split(key, num_steps))
     return collector, buffer, stats

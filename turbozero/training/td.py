@@ -43,7 +43,7 @@ from flax import struct
 from envs.core import State
 from turbozero.search.afterstate import (AfterstatePlayerConfig, AfterstateValuer, check_env,
                                          choose_afterstates)
-from turbozero.training import collector as collector_lib
+from turbozero.training.collector import CollectStats
 from turbozero.training import replay
 from turbozero.training.algorithms import Algorithm
 from turbozero.training.loss_fns import apply_in_training, total_loss
@@ -293,18 +293,10 @@ class AfterstateTD(Algorithm):
                 env_state=nxt,
                 episode_id=jnp.where(finished, col.episode_id + num_envs, col.episode_id),
                 return_so_far=jnp.where(finished[:, None], 0.0, ret))
-            stats = collector_lib.CollectStats(
-                episodes_finished=stats.episodes_finished + finished.sum(),
-                outcome_sum=stats.outcome_sum + jnp.where(finished[:, None], ret, 0.0).sum(0),
-                positions=stats.positions + num_envs)
-            return (col, buf, stats), None
+            return (col, buf, stats.add(finished, ret)), None
 
-        stats0 = collector_lib.CollectStats(
-            episodes_finished=jnp.zeros((), jnp.int32),
-            outcome_sum=jnp.zeros((env.num_players,), jnp.float32),
-            positions=jnp.zeros((), jnp.int32))
         (col, buf, stats), _ = jax.lax.scan(
-            one_turn, (state.collector, state.buffer, stats0),
+            one_turn, (state.collector, state.buffer, CollectStats.zero(env.num_players)),
             jax.random.split(k_collect, config.collect_steps))
         return state.replace(collector=col, buffer=self._with_targets(buf), key=key), stats
 
