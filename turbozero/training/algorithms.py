@@ -112,7 +112,8 @@ class Algorithm(abc.ABC):
         float32[B, A] (or [B, P, A] per player), or `SelfPlayTargets` (with the search's root
         values per seat and `search_record`, where `replay_fields` keeps them). `risk_beta`:
         float32[B, P] each seat's risk beta (`TrainConfig.risk`), or None. Default: the
-        self-play search's policy."""
+        self-play search's policy. Called by the default `collect` (afterstate TD's, which
+        writes afterstates, does not call it)."""
         return search(self.env, self.evaluator, variables, states, key, self.search_config,
                       risk_beta).policy
 

@@ -162,7 +162,9 @@ def lambda_targets(outcome: jax.Array, finished: jax.Array, written: jax.Array,
 
 
 class AfterstateTD(Algorithm):
-    """Afterstate TD(lambda) with complete-move self-play (module docstring)."""
+    """Afterstate TD(lambda) with complete-move self-play (module docstring). Its `collect`
+    plays whole moves into its own replay and stores no per-position policy target: it does not
+    call `self_play`."""
 
     def __init__(self, env, apply_fn, value_format, search_config, eval_search_config=None,
                  acting=None):
