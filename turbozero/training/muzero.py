@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from envs.core import Env
+from envs.core import Env, State
 from turbozero.networks.muzero import MuZeroNet
 from turbozero.networks.value_formats import MoverRelativeValues
 from turbozero.search.api import search
