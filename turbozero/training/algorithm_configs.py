@@ -134,15 +134,13 @@ class AlphaZero(_SearchAndActing):
 
     search: Any = TreeSearchConfig()
     searches: ClassVar[tuple[type, ...]] = _ALPHAZERO_SEARCHES + (CPUSelfPlayConfig,)
-    eval_searches: ClassVar[tuple[type, ...]] = _ALPHAZERO_SEARCHES + (CPUSelfPlayConfig,)
+    eval_searches: ClassVar[tuple[type, ...]] = searches
 
     @classmethod
     def trains_with(cls, search: Any) -> bool:
         return isinstance(search, cls.searches) or _unclaimed_family(search)
 
-    @classmethod
-    def evaluates_with(cls, search: Any) -> bool:
-        return isinstance(search, cls.eval_searches) or _unclaimed_family(search)
+    evaluates_with = trains_with  # the same searches play in evaluation
 
     def runtime(self) -> type:
         return CPUAlphaZero if isinstance(self.search, CPUSelfPlayConfig) else AlphaZeroAlgorithm
