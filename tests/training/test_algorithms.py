@@ -198,3 +198,28 @@ def test_the_runtime_interface_is_documented_function_by_function():
         extra = {n for n in dir(runtime) if not n.startswith("_") and callable(
             getattr(runtime, n)) and n not in functions}
         assert extra <= {"self_play_config"}, (runtime.__name__, extra)  # the C++ seeds
+
+
+def test_the_greedy_opponent_is_the_one_ply_search_through_act():
+    """`builtin_opponents()` became the declaration `greedy_player` played through `act`
+    (issue 44): AlphaZero's greedy opponent moves as `one_ply.greedy_actions` did."""
+    import jax
+    import numpy as np
+
+    from turbozero.search.one_ply import OnePlyConfig, greedy_actions
+    from turbozero.training import collector as collector_lib
+
+    env = envs.make("pgx/tic_tac_toe")
+    algo = AlphaZeroAlgorithm(env, _ttt_wdl_apply, WDLValue(), TreeSearchConfig(num_simulations=4))
+    assert algo.greedy_player == OnePlyConfig()
+    col = collector_lib.init_collector(env, jax.random.PRNGKey(0), 8)
+    states = col.env_state
+    for _ in range(3):  # a few plies in, so that the positions differ
+        states = jax.vmap(env.step)(states, greedy_actions(env, algo.evaluator, None, states),
+                                    jax.random.split(jax.random.PRNGKey(1), 8))
+    np.testing.assert_array_equal(
+        algo.act(None, states, jax.random.PRNGKey(2), player=algo.greedy_player),
+        greedy_actions(env, algo.evaluator, None, states))
+    # graph search has no greedy player of its own (a simultaneous game registers one)
+    pyrat = envs.make("pyrat", width=5, height=5, cheese_count=3)
+    assert GraphSearchAlgorithm(pyrat, _apply, SeatValues(2), MCGSConfig()).greedy_player is None
