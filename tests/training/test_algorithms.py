@@ -218,7 +218,7 @@ def test_the_greedy_opponent_is_the_one_ply_search_through_act():
         states = jax.vmap(env.step)(states, greedy_actions(env, algo.evaluator, None, states),
                                     jax.random.split(jax.random.PRNGKey(1), 8))
     np.testing.assert_array_equal(
-        algo.act(None, states, jax.random.PRNGKey(2), player=algo.greedy_player),
+        algo.act(None, states, jax.random.PRNGKey(2), player=algo.greedy_player).action,
         greedy_actions(env, algo.evaluator, None, states))
     # graph search has no greedy player of its own (a simultaneous game registers one)
     pyrat = envs.make("pyrat", width=5, height=5, cheese_count=3)

@@ -30,7 +30,7 @@ import jax.numpy as jnp
 from envs.core import Env, State
 from turbozero.networks.value_formats import ValueFormat
 from turbozero.search.acting import TemperatureSchedule
-from turbozero.search.api import NetworkEvaluator, search
+from turbozero.search.api import NetworkEvaluator, SearchResult, search
 from turbozero.search.kernel import TreeSearchConfig
 from turbozero.search.one_ply import OnePlyConfig
 from turbozero.search.selection import SpecPUCT
@@ -155,11 +155,13 @@ class Algorithm(abc.ABC):
 
     # ----------------------------------------------------------------- evaluation
     def act(self, variables: Any, states: State, key: jax.Array,
-            player: Optional[Any] = None) -> jax.Array:
-        """Evaluation moves: the evaluation search's (deterministic but for ties), or those of
-        the search config `player` with this network (the greedy opponent)."""
+            player: Optional[Any] = None) -> SearchResult:
+        """Evaluation moves: the evaluation search's `SearchResult` (its `action`,
+        deterministic but for ties, is played; a `plan`, a complete-move player's whole turn,
+        is played through by a match against an outside program), or with `player` (a search
+        config) that player's with this network (the greedy opponent)."""
         config = self.eval_search_config if player is None else player
-        return search(self.env, self.evaluator, variables, states, key, config).action
+        return search(self.env, self.evaluator, variables, states, key, config)
 
 
 class AlphaZeroAlgorithm(Algorithm):

@@ -286,17 +286,17 @@ class Trainer:
 
     def agent_policy(self, variables, states, key):
         """The trained agent's actions in evaluation: the algorithm's evaluation search."""
-        out = self.algorithm.act(variables, states, key)
-        return getattr(out, "action", out)
+        return self.algorithm.act(variables, states, key).action
 
     def _opponents(self) -> dict[str, Opponent]:
         """random, then the algorithm's own (1-ply greedy), then the game's registered ones
         (which take precedence: PyRat's greedy is its shortest-path player)."""
         out = {"random": RANDOM}
         if self.algorithm.greedy_player is not None:
-            greedy = functools.partial(self.algorithm.act, player=self.algorithm.greedy_player)
-            out["greedy"] = Opponent("greedy", report.GENERIC_OPPONENTS["greedy"],
-                                     policy=lambda env: greedy)
+            act, player = self.algorithm.act, self.algorithm.greedy_player
+            out["greedy"] = Opponent(
+                "greedy", report.GENERIC_OPPONENTS["greedy"],
+                policy=lambda env: lambda v, s, k: act(v, s, k, player=player).action)
         out.update({o.name: o for o in self.spec.opponents})
         return out
 

@@ -247,7 +247,7 @@ class MuZeroAlgorithm(Algorithm):
     def act(self, variables, states, key, player=None):
         config = self.eval_search_config if player is None else player
         return search(self.env, self.evaluator, variables, states, key,
-                      LearnedModelSearch(config.search)).action
+                      LearnedModelSearch(config.search))
 
     def sample(self, buffer, key, batch_size):
         return make_batch(buffer, key, batch_size, self.search_config, self.value_format)
