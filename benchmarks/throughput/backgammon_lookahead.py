@@ -3,6 +3,7 @@
     python benchmarks/throughput/backgammon_lookahead.py --run RUN              # 0/1/2 ply
     python benchmarks/throughput/backgammon_lookahead.py --run RUN --before 2761cc7 --batch 32
     python benchmarks/throughput/backgammon_lookahead.py --plies 0 1 --batch 32 128
+    python benchmarks/throughput/backgammon_lookahead.py --run RUN --parts --pack-divs 4 1
 
 Positions: decisions met in gnubg 0-ply self-play (`error_rate.self_play_decisions`, seed 0:
 the error-rate analysis's own kind of positions, not random play's), `--batch` of them per call.
@@ -16,6 +17,14 @@ without the threshold (every one of the 8 best looked at); `N-ply @REV` the play
 revision REV (`--before`; 2761cc7 is the last before the filter and the packing). Prints
 milliseconds per decision (a call's median over the batch), the ratio to 0-ply, and how
 often the fast player's choice equals the older one's.
+
+`--parts`: where a 1-ply look-ahead's time goes, for `--batch` afterstates (each position's
+0-ply best) x the 21 rolls: the opponent's complete-move listings alone, the listings with
+their moves valued (`AfterstateValuer.valid_values`), and the whole `_lookahead`; with
+`--pack-divs` the packing shares of the valuing are set (`PACK_DIVS`; "4 1" is the single
+quarter used before the ladder).
+
+Feeds docs/learning.md, "Lookahead that is cheap".
 """
 
 from __future__ import annotations
@@ -35,6 +44,7 @@ from benchmarks.tools.timing import time_compiled  # noqa: E402
 from envs import make  # noqa: E402
 from envs.backgammon import from_gnubg_board  # noqa: E402
 from turbozero.search import api  # noqa: E402
+from turbozero.search import afterstate  # noqa: E402
 from turbozero.search.afterstate import AfterstatePlayerConfig, choose_afterstates  # noqa: E402
 
 
@@ -64,6 +74,48 @@ def positions(count: int):
     return jax.tree_util.tree_map(lambda *x: jnp.stack(x), *states)
 
 
+def parts(env, evaluator, variables, states, repeats: int) -> None:
+    """Time the parts of one 1-ply look-ahead over the 21 rolls (`--parts`)."""
+    batch = states.current_player.shape[0]
+    cfg = AfterstatePlayerConfig(plies=1)
+    step = jax.vmap(env.step_chance, in_axes=(0, None))
+
+    @jax.jit
+    def best_after(v, s):
+        _, chosen, _ = choose_afterstates(env, evaluator, v, s, AfterstatePlayerConfig())
+        moves = afterstate._afterstates(env, s, None)
+        return jax.tree_util.tree_map(lambda x: x[jnp.arange(batch), chosen], moves.states)
+
+    def rolls(value: bool):
+        @jax.jit
+        def run(v, after):
+            valuer = afterstate.AfterstateValuer(env, evaluator, v, cfg)
+
+            def one(o):
+                rolled = step(after, o)
+                m = afterstate._afterstates(env, rolled, None)
+                if not value:
+                    return jnp.sum(m.valid)
+                mover = rolled.current_player[:, None]
+                return jnp.sum(jnp.max(valuer.valid_values(m.states, m.valid, mover, mover), 1))
+            return jax.lax.map(one, jnp.arange(env.num_chance_outcomes))
+        return run
+
+    @jax.jit
+    def whole(v, after):
+        valuer = afterstate.AfterstateValuer(env, evaluator, v, cfg)
+        return afterstate._lookahead(valuer, after, after.current_player, 1,
+                                     after.current_player)
+
+    after = best_after(variables, states)
+    fns = {"listings": rolls(False), "listings + valuing": rolls(True), "_lookahead": whole}
+    t = time_compiled(fns, args=(variables, after), repeats=repeats, warmup=1)
+    print(f"\n1-ply look-ahead of {batch} afterstates x {env.num_chance_outcomes} rolls, "
+          f"PACK_DIVS {afterstate.PACK_DIVS}")
+    for name, timing in t.items():
+        print(f"  {name:20s} {1000 * timing.median:8.0f} ms")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--run", default=None, help="run directory whose newest network is used")
@@ -71,9 +123,18 @@ def main() -> None:
     p.add_argument("--batch", type=int, nargs="*", default=[32])
     p.add_argument("--before", nargs="*", default=[], help="git revisions to time beside")
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--parts", action="store_true", help="time a 1-ply look-ahead's parts")
+    p.add_argument("--pack-divs", type=int, nargs="*", default=None,
+                   help="with --parts: the valuing's packing shares (PACK_DIVS)")
     args = p.parse_args()
     env = make("backgammon")
     evaluator, variables = network(args.run, env)
+    if args.parts:
+        if args.pack_divs:
+            afterstate.PACK_DIVS = tuple(args.pack_divs)
+        for batch in args.batch:
+            parts(env, evaluator, variables, positions(batch), args.repeats)
+        return
     players = {}
     for n in args.plies:
         cfg = AfterstatePlayerConfig(plies=n)

@@ -1,8 +1,10 @@
 """Backgammon evaluation against gnubg at 0-ply (gnubg is a test/evaluation dependency).
 
-gnubg is not jittable, so this is a Python loop over a batch of games: the agent's actions come
-from one jitted batched search per step, gnubg's complete move is found once per turn (through
-`envs.backgammon.gnubg_bridge`) and fed to the env one checker at a time.
+gnubg is not jittable, so this is a Python loop over a batch of games
+(`evaluation.play_outside_match`): the agent's actions come from jitted batched searches of the
+games where it must move (a complete-move player's plan plays the rest of its turn), gnubg's
+complete move is found once per turn (through `envs.backgammon.gnubg_bridge`) and fed to the
+env one checker at a time.
 """
 
 from __future__ import annotations
