@@ -264,17 +264,14 @@ def _nth_bit(word: Array, k: Array) -> Array:
 
 def _first_rows(mask: Array, width: int) -> tuple[Array, Array]:
     """The first `width` set rows of a bool[R] mask (R <= 32; row indices, 0 where not valid;
-    valid): the mask as one word, its lowest set bit taken off `width` times. A running count
-    of the rows (`jnp.cumsum`: a reduce-window on XLA:CPU) and a [width, R] one-hot cost more,
-    measured (docs/benchmarks.md, "Backgammon complete moves")."""
-    bits = _word(mask)
-    rows, valid = [], []
-    for _ in range(width):
-        low = bits & (~bits + jnp.uint32(1))  # the lowest set bit (0 when none)
-        rows.append(jnp.where(bits != 0, jax.lax.population_count(low - jnp.uint32(1)), 0))
-        valid.append(bits != 0)
-        bits = bits ^ low
-    return jnp.stack(rows, -1).astype(jnp.int32), jnp.stack(valid, -1)
+    valid): the mask as one word, the (k+1)-th set bit of it for each k (`_nth_bit`). A
+    running count of the rows (`jnp.cumsum`: a reduce-window on XLA:CPU) and a [width, R]
+    one-hot cost more, and so did taking the lowest set bit off `width` times, measured
+    (docs/benchmarks.md, "Backgammon complete moves", third pass)."""
+    bits = _word(mask)[..., None]
+    k = jnp.arange(width, dtype=jnp.int32)
+    valid = k < jax.lax.population_count(bits).astype(jnp.int32)
+    return jnp.where(valid, _nth_bit(bits, k), 0), valid
 
 
 def two_dice_moves(board: Array, remaining: Array, live: Array,
