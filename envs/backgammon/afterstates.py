@@ -244,13 +244,34 @@ def _key(src: Array, dst: Array, via: Array, cand: Array) -> Array:
     return (k.astype(jnp.uint32) << CAND_BITS) | cand.astype(jnp.uint32)
 
 
+def _word(mask: Array) -> Array:
+    """uint32[...]: a bool[..., n] mask (n <= 32) as the bits of one word, row i at bit i."""
+    n = mask.shape[-1]
+    return jnp.sum(mask.astype(jnp.uint32) << jnp.arange(n, dtype=jnp.uint32), axis=-1,
+                   dtype=jnp.uint32)
+
+
+def _nth_bit(word: Array, k: Array) -> Array:
+    """int32: the index of the (k+1)-th lowest set bit of uint32 `word` (31 when it has at
+    most k): the largest p with at most k set bits below p, by binary search on bit counts."""
+    pos = jnp.zeros(jnp.shape(k), jnp.int32)
+    for step in (16, 8, 4, 2, 1):
+        below = jax.lax.population_count(
+            word & ((jnp.uint32(1) << (pos + step).astype(jnp.uint32)) - jnp.uint32(1)))
+        pos = jnp.where(below.astype(jnp.int32) <= k, pos + step, pos)
+    return pos
+
+
 def _first_rows(mask: Array, width: int) -> tuple[Array, Array]:
-    """The first `width` set rows of a bool[R] mask (row indices, valid): a one-hot [width, R]
-    comparison, which XLA:CPU fuses (`jnp.nonzero`'s scatter cost 3x more here, measured)."""
-    rank = jnp.cumsum(mask) - 1
-    hot = mask[None, :] & (rank[None, :] == jnp.arange(width)[:, None])
-    rows = jnp.sum(jnp.where(hot, jnp.arange(mask.shape[0])[None, :], 0), axis=1)
-    return rows.astype(jnp.int32), jnp.any(hot, axis=1)
+    """The first `width` set rows of a bool[R] mask (R <= 32; row indices, 0 where not valid;
+    valid): the mask as one word, the (k+1)-th set bit of it for each k (`_nth_bit`). A
+    running count of the rows (`jnp.cumsum`: a reduce-window on XLA:CPU) and a [width, R]
+    one-hot cost more, and so did taking the lowest set bit off `width` times, measured
+    (docs/benchmarks.md, "Backgammon complete moves", third pass)."""
+    bits = _word(mask)[..., None]
+    k = jnp.arange(width, dtype=jnp.int32)
+    valid = k < jax.lax.population_count(bits).astype(jnp.int32)
+    return jnp.where(valid, _nth_bit(bits, k), 0), valid
 
 
 def two_dice_moves(board: Array, remaining: Array, live: Array,
@@ -323,8 +344,10 @@ def two_dice_moves(board: Array, remaining: Array, live: Array,
     start = (ordered != INVALID_KEY) & jnp.concatenate(
         [jnp.ones(1, jnp.bool_), group[1:] != group[:-1]])
     count = jnp.sum(start)
+    # the first M distinct results' lowest candidates, in key order: the group starts sorted
+    # again (a running count and a scatter into M slots cost more on XLA:CPU, measured)
     firsts = jnp.zeros(m, jnp.uint32).at[jnp.where(start, jnp.cumsum(start) - 1, m)].set(
-        ordered, mode="drop")  # the first M distinct results' lowest candidates
+        ordered, mode="drop")
     cand = (firsts & ((1 << CAND_BITS) - 1)).astype(jnp.int32)  # [M] the candidate listed
 
     is2 = cand < n2
@@ -374,18 +397,19 @@ def _one_die_level(level: Level, depth: int, die: Array, capacity: int) -> tuple
 
     mask = jax.vmap(rows_of)(level.board, level.actions, level.valid)  # [P, 25]
     # slot i's parent: the first whose running count of children passes i; its row: the
-    # parent's (i - children before it)-th set row. Gathers and compares only: a scatter of
-    # P x 25 indices (XLA:CPU runs it element by element) cost ~2x more here, measured
-    counts = jnp.sum(mask, axis=1, dtype=jnp.int32)
+    # parent's (i - children before it)-th set row, read off the parent's rows as one word.
+    # Gathers and bit counts only: a scatter of P x 25 indices (XLA:CPU runs it element by
+    # element) cost ~2x more, and a running count of each slot's 25 rows (a reduce-window on
+    # XLA:CPU) was the largest part of a level, measured
+    words = _word(mask)  # [P]
+    counts = jax.lax.population_count(words).astype(jnp.int32)
     ends = jnp.cumsum(counts)
     count = ends[-1]
     slot = jnp.arange(capacity, dtype=jnp.int32)
     parent = jnp.minimum(jnp.searchsorted(ends, slot, side="right", method="scan_unrolled"),
                          mask.shape[0] - 1).astype(jnp.int32)
     k = slot - (ends[parent] - counts[parent])
-    pm = mask[parent]  # [capacity, 25]
-    hot = pm & (jnp.cumsum(pm, axis=1) == (k + 1)[:, None])
-    row = jnp.sum(jnp.where(hot, jnp.arange(25)[None, :], 0), axis=1).astype(jnp.int32)
+    row = jnp.where(k < counts[parent], _nth_bit(words[parent], k), 0)
     board = jax.vmap(rules.apply_move, in_axes=(0, 0, None))(level.board[parent], row, die)
     remaining = level.remaining[parent] - (jnp.arange(1, 7) == die)[None, :]
     actions = level.actions[parent].at[:, depth].set((row + 1) * 6 + die - 1)

@@ -73,9 +73,10 @@ def playable(board: Array) -> Array:
     on_bar = board[BAR] > 0
     # Bear-off needs every checker home; a non-exact one also needs no checker further back.
     all_home = ~on_bar & ~jnp.any(own[6:])
-    own_i = own.astype(jnp.int32)
-    behind = jnp.cumsum(own_i[::-1])[::-1] - own_i  # checkers on higher indices
-    bear_ok = all_home & (jnp.asarray(_EXACT_OFF) | (behind == 0)[:, None])
+    # no checker further back (on a higher index): from the highest occupied index up, which
+    # is a max, not a running count (a reduce-window on XLA:CPU)
+    highest = jnp.max(jnp.where(own, jnp.arange(24), -1))
+    bear_ok = all_home & (jnp.asarray(_EXACT_OFF) | (jnp.arange(24) >= highest)[:, None])
     dest_ok = jnp.where(jnp.asarray(_IS_OFF), bear_ok, open_pad[_DEST_PAD])
     point_moves = own[:, None] & dest_ok & ~on_bar
     bar_moves = on_bar & (pts[_BAR_DEST] >= -1)
@@ -107,11 +108,10 @@ def _any_playable_with(board: Array, die: Array) -> Array:
     open_pad = jnp.concatenate([jnp.zeros(6, jnp.bool_), pts >= -1])
     on_bar = board[BAR] > 0
     all_home = ~on_bar & ~jnp.any(own[6:])
-    own_i = own.astype(jnp.int32)
-    behind = jnp.cumsum(own_i[::-1])[::-1] - own_i
     idx = jnp.arange(24)
     dest = idx - die
-    bear_ok = all_home & ((dest == -1) | (behind == 0))
+    highest = jnp.max(jnp.where(own, idx, -1))  # no checker further back from here up
+    bear_ok = all_home & ((dest == -1) | (idx >= highest))
     dest_ok = jnp.where(dest < 0, bear_ok, open_pad[jnp.clip(dest + 6, 0, 29)])
     point_any = jnp.any(own & dest_ok) & ~on_bar
     bar_any = on_bar & (pts[24 - die] >= -1)
