@@ -29,6 +29,7 @@ from turbozero.search.selection import (
     MctxPUCT, NodeStats, SpecPUCT, gathered_stats, masked_argmax, node_stats)
 from turbozero.search.tree import (
     NO_ACTION, ROOT_INDEX, UNVISITED, Tree, compact_children, empty_tree)
+from turbozero.search.words import from_words, to_words, words_layout
 from turbozero.validation import check_int, check_real
 
 Selection = Union[SpecPUCT, MctxPUCT]
@@ -402,56 +403,6 @@ def init_tree(model, params, root_input: Any, config: TreeSearchConfig) -> Tree:
     )
 
 
-class _Bytes(NamedTuple):
-    """Where each leaf of an embedding lies in its packed byte row (`_to_bytes`)."""
-
-    treedef: Any
-    shapes: tuple  # per leaf, the shape after the leading axes
-    dtypes: tuple
-    sizes: tuple  # bytes per node
-
-
-def _byte_layout(embedding: Any, lead: int) -> Optional[_Bytes]:
-    """The packing of an embedding whose leaves have `lead` leading axes, or None where packing
-    does not pay (one leaf) or does not apply (a leaf that is not a number or a bool)."""
-    leaves, treedef = jax.tree_util.tree_flatten(embedding)
-    if len(leaves) < 2 or not all(
-            jnp.issubdtype(x.dtype, jnp.number) or x.dtype == jnp.bool_ for x in leaves):
-        return None
-    shapes = tuple(x.shape[lead:] for x in leaves)
-    sizes = tuple(int(np.prod(sh, dtype=np.int64)) * x.dtype.itemsize
-                  for sh, x in zip(shapes, leaves))
-    return _Bytes(treedef, shapes, tuple(x.dtype for x in leaves), sizes)
-
-
-def _to_bytes(embedding: Any, lead: int) -> jax.Array:
-    """uint8[..., S]: the leaves of one node side by side, bit for bit (bools as 0/1)."""
-    parts = []
-    for x in jax.tree_util.tree_leaves(embedding):
-        if x.dtype == jnp.bool_:
-            x = x.astype(jnp.uint8)
-        elif x.dtype.itemsize > 1 or x.dtype != jnp.uint8:
-            x = jax.lax.bitcast_convert_type(x, jnp.uint8)
-        parts.append(x.reshape(x.shape[:lead] + (-1,)))
-    return jnp.concatenate(parts, axis=-1)
-
-
-def _from_bytes(packed: jax.Array, layout: _Bytes) -> Any:
-    """The embedding `_to_bytes` packed (leading axes: those of `packed` but the last)."""
-    lead, leaves, start = packed.shape[:-1], [], 0
-    for shape, dtype, size in zip(layout.shapes, layout.dtypes, layout.sizes):
-        x = packed[..., start:start + size]
-        start += size
-        if dtype == jnp.bool_:
-            x = (x != 0).reshape(lead + shape)
-        elif dtype.itemsize > 1:
-            x = jax.lax.bitcast_convert_type(x.reshape(lead + shape + (dtype.itemsize,)), dtype)
-        else:
-            x = jax.lax.bitcast_convert_type(x.reshape(lead + shape), dtype)
-        leaves.append(x)
-    return jax.tree_util.tree_unflatten(layout.treedef, leaves)
-
-
 def _simulate(model, params, tree: Tree, key: jax.Array, extra: RootExtra,
               config: TreeSearchConfig, risk: Optional[jax.Array] = None) -> _Loop:
     num_l = config.leaves_per_step
@@ -459,14 +410,12 @@ def _simulate(model, params, tree: Tree, key: jax.Array, extra: RootExtra,
     b = tree.batch_size
     check_exact(tree.num_nodes, model.num_actions)
     rows = jnp.broadcast_to(jnp.arange(b)[:, None], (b, num_l))  # [B, L]
-    # Inside the loop the nodes' embeddings are one byte array uint8[B, N, S] (the leaves of a
-    # state side by side, bit for bit): one gather of the parents and one scatter of the
-    # children per step instead of one per leaf (a state may have 20 leaves). On CPU each
-    # gather or scatter on a large array is split over threads, and those handoffs cost more
-    # than the copies (docs/benchmarks.md, "The tree kernel against its model floor").
-    layout = _byte_layout(tree.embedding, 2)
+    # Inside the loop the nodes' embeddings are one array of words uint32[B, N, W] (the leaves
+    # of a state side by side, bit for bit: `turbozero.search.words`): one gather of the
+    # parents and one scatter of the children per step instead of one per leaf.
+    layout = words_layout(tree.embedding, 2)
     if layout is not None:
-        tree = tree._replace(embedding=_to_bytes(tree.embedding, 2))
+        tree = tree._replace(embedding=to_words(tree.embedding, 2))
 
     k = tree.max_children
     children = _pack_children(tree.children_action, tree.children_index, tree.children_prior)
@@ -483,10 +432,10 @@ def _simulate(model, params, tree: Tree, key: jax.Array, extra: RootExtra,
         parent_emb = jax.tree_util.tree_map(
             lambda x: x[rows, w.parents].reshape((b * num_l,) + x.shape[2:]), embedding)
         if layout is not None:
-            parent_emb = _from_bytes(parent_emb, layout)
+            parent_emb = from_words(parent_emb, layout)
         child_emb, reward, out = model.step(params, k_step, parent_emb, w.actions.reshape(-1))
         if layout is not None:
-            child_emb = _to_bytes(child_emb, 1)
+            child_emb = to_words(child_emb, 1)
         write = jnp.where(w.new, w.leaves, table.shape[1]).reshape(-1)  # out of range: skipped
         table_, children, embedding = _expand_packed(
             w.table, w.children, embedding, cols, rows.reshape(-1), write, child_emb, out,
@@ -505,7 +454,7 @@ def _simulate(model, params, tree: Tree, key: jax.Array, extra: RootExtra,
     tree = unpack_nodes(loop.tree, loop.table, cols)._replace(
         children_action=action, children_index=index, children_prior=prior)
     if layout is not None:
-        tree = tree._replace(embedding=_from_bytes(tree.embedding, layout))
+        tree = tree._replace(embedding=from_words(tree.embedding, layout))
     return _Loop(tree=tree, key=loop.key, trips=loop.trips)
 
 

@@ -12,10 +12,11 @@ transition into `n`. A parent's Q of child `c` for player `p` is `reward[c, p] +
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 ROOT_INDEX = 0
 NO_PARENT = -1  # parent of the root
@@ -101,19 +102,56 @@ def empty_tree(
     )
 
 
-def pack_actions(keep: jax.Array, width: int) -> jax.Array:
-    """int32[M, K]: the ids of the True entries of `keep` bool[M, A], in increasing order, in
-    K = `width` slots padded with NO_ACTION (entries beyond the first K are dropped)."""
+# Action spaces up to this many ids count their kept actions with one matrix product against a
+# triangle of ones; larger ones in blocks of about sqrt(A) (`running_count`).
+ONE_PRODUCT_LIMIT = 512
+
+
+def running_count(keep: jax.Array) -> jax.Array:
+    """int32[M, A]: the number of True entries of `keep` bool[M, A] up to and including each.
+
+    Written as matrix products against triangles of ones (exact: 0/1 entries and counts below
+    2**24 are exact in float32 at any matmul precision, and sums of exact integers below 2**24
+    are exact): a few kernels where the log-depth scan of adds it replaces launched 19 on
+    backgammon's 156 ids (docs/benchmarks.md, "Fewer kernels in the loop body"). `jnp.cumsum`
+    is no better on CPU: a reduce-window of O(A^2) adds a row. Up to `ONE_PRODUCT_LIMIT` ids one
+    product; beyond, blocks of about sqrt(A) ids (the counts within each block, then the
+    blocks' totals before it), O(A^1.5) a row instead of O(A^2)."""
     m, a = keep.shape
-    # slot of each kept action: a running count, as a log-depth scan of adds (`jnp.cumsum`
-    # lowers to a reduce-window on CPU, O(A^2) per row: most of an expansion's time for
-    # thousands of action ids; docs/benchmarks.md, "The tree kernel against its model
-    # floor"). Integer adds, so the counts are exact either way.
-    pos = jax.lax.associative_scan(jnp.add, keep.astype(jnp.int32), axis=-1) - 1  # [M, A]
+    f32, hi = jnp.float32, jax.lax.Precision.HIGHEST
+    x = keep.astype(f32)
+    if a <= ONE_PRODUCT_LIMIT:
+        tri = jnp.triu(jnp.ones((a, a), f32))  # tri[i, j] = 1 where i <= j
+        return jnp.dot(x, tri, precision=hi).astype(jnp.int32)
+    size = int(np.ceil(np.sqrt(a)))
+    blocks = -(-a // size)
+    x = jnp.pad(x, ((0, 0), (0, blocks * size - a))).reshape(m, blocks, size)
+    within = jnp.einsum("mbi,ij->mbj", x, jnp.triu(jnp.ones((size, size), f32)),
+                        precision=hi)  # [M, blocks, size]
+    before = jnp.einsum("mb,bc->mc", within[..., -1],
+                        jnp.triu(jnp.ones((blocks, blocks), f32), 1), precision=hi)
+    return (within + before[..., None]).reshape(m, -1)[:, :a].astype(jnp.int32)
+
+
+def pack_actions(keep: jax.Array, width: int, values: Optional[jax.Array] = None,
+                 count: Optional[jax.Array] = None):
+    """int32[M, K]: the ids of the True entries of `keep` bool[M, A], in increasing order, in
+    K = `width` slots padded with NO_ACTION (entries beyond the first K are dropped).
+
+    `values` (float32[M, A]): also the values of the kept entries, float32[M, K] (0 on
+    padding), moved by the same scatter as the ids: (ids, values). `count`: `keep`'s
+    `running_count` when the caller has it."""
+    m, a = keep.shape
+    pos = (running_count(keep) if count is None else count) - 1  # [M, A] slot of a kept id
     slot = jnp.where(keep & (pos < width), pos, width)  # width: dropped
     rows = jnp.broadcast_to(jnp.arange(m)[:, None], (m, a))
     ids = jnp.broadcast_to(jnp.arange(a, dtype=jnp.int32)[None], (m, a))
-    return jnp.full((m, width), NO_ACTION, jnp.int32).at[rows, slot].set(ids, mode="drop")
+    if values is None:
+        return jnp.full((m, width), NO_ACTION, jnp.int32).at[rows, slot].set(ids, mode="drop")
+    both = jnp.stack([ids, jax.lax.bitcast_convert_type(values, jnp.int32)], axis=-1)
+    init = jnp.broadcast_to(jnp.array([NO_ACTION, 0], jnp.int32), (m, width, 2))
+    packed = init.at[rows, slot].set(both, mode="drop")  # [M, K, 2]
+    return packed[..., 0], jax.lax.bitcast_convert_type(packed[..., 1], jnp.float32)
 
 
 def compact_children(
@@ -128,20 +166,25 @@ def compact_children(
     More legal actions than K (possible only when K is set below the game's bound): the K with
     the highest logits are kept (ties: the lowest ids) and the prior is renormalised over them.
     The top-k runs only when some node of the batch overflows (`lax.cond` on the whole batch),
-    because a top-k over thousands of action ids costs more than the rest of an expansion.
+    because a top-k over thousands of action ids costs more than the rest of an expansion; with
+    K slots for every action id (K >= A) none can, and there is no `cond`.
     """
     k = max_children
-    counts = legal.sum(-1)  # [M]
+    count = running_count(legal)  # [M, A]; its last column: the legal actions of each node
+    keep = legal
 
     def keep_top_k(_):
         masked = jnp.where(legal, logits, -jnp.inf)
         kth = jax.lax.top_k(masked, k)[0][:, -1:]  # [M, 1] K-th largest logit
-        return legal & (masked >= kth)
+        top = legal & (masked >= kth)
+        return top, running_count(top)
 
-    keep = jax.lax.cond(jnp.any(counts > k), keep_top_k, lambda _: legal, None)  # [M, A]
-    actions = pack_actions(keep, k)
+    if k < legal.shape[-1]:
+        keep, count = jax.lax.cond(jnp.any(count[:, -1] > k), keep_top_k,
+                                   lambda _: (legal, count), None)  # [M, A] each
+    # the kept logits move with their ids (one scatter, no gather after it)
+    actions, kept_logits = pack_actions(keep, k, logits, count)
     valid = actions != NO_ACTION  # [M, K]
-    kept_logits = jnp.take_along_axis(logits, jnp.maximum(actions, 0), axis=1)
     kept_logits = jnp.where(valid, kept_logits, -jnp.inf)
     top = jnp.max(kept_logits, axis=-1, keepdims=True)
     e = jnp.where(valid, jnp.exp(kept_logits - jnp.where(jnp.isfinite(top), top, 0.0)), 0.0)
