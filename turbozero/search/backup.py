@@ -68,12 +68,17 @@ def backup(table: jax.Array, cols: NodeColumns, leaves: jax.Array, active: jax.A
     def body(c: _Up) -> _Up:
         on = c.node != NO_PARENT
         idx = jnp.where(on, c.node, n)  # n: out of range, dropped by the scatter
-        row = c.table[rows, jnp.where(on, c.node, 0)]  # [B, L, F]
         add = jnp.concatenate([c.value, c.value * c.value] + fixed, axis=-1)
+        table = c.table.at[rows, idx, :cols.added].add(add, mode="drop")
+        # the row read after the add, from the table it made: the add writes the first
+        # `cols.added` columns, the row's parent and reward lie beyond them, so they read the
+        # same; read before, the table had two readers and XLA copied it twice a level
+        # (docs/benchmarks.md, "Fewer kernels in the loop body")
+        row = table[rows, jnp.where(on, c.node, 0)]  # [B, L, F]
         return _Up(
             node=jnp.where(on, row[..., cols.parent].astype(jnp.int32), NO_PARENT),
             value=row[..., cols.reward:cols.reward + p] + discount * c.value,
-            table=c.table.at[rows, idx, :cols.added].add(add, mode="drop"),
+            table=table,
         )
 
     end, trips = batch_while(cond, body, start, unroll)
