@@ -9,12 +9,11 @@ plies; `benchmarks/throughput/suite.py`) at small shapes, read by `benchmarks/to
 Per game: the loop kernels of one simulation step outside the walks and backups, the kernels
 per trip of each data-decided loop (walk, backup), the trips per simulation the search counted,
 and `about`, the kernels a simulation launches: loop kernels + trips/sim x mean(d), the figure
-of docs/benchmarks.md, "Trips and kernels per simulation". `--accelerator-forms` compiles
-the forms the kernel picks on accelerators where it picks by backend. `--by-source` adds
+of docs/benchmarks.md, "Trips and kernels per simulation". `--by-source` adds
 `kernels_by_source`: the loop body's kernels by the library function that made them; `--time N`
 the simulations/s of the search and of its model floor (N interleaved calls each, median and
-best), `--compare-forms` beside them the search compiled with the other forms.
-Without `--time` it compiles only (a few seconds a game). Feeds docs/benchmarks.md, "Fewer kernels in the loop body".
+best). Without `--time` it compiles only (a few seconds a game). Feeds docs/benchmarks.md,
+"Fewer kernels in the loop body".
 """
 
 from __future__ import annotations
@@ -32,7 +31,7 @@ import jax  # noqa: E402
 
 
 def counts(game: str, batch: int, sims: int, plies: int, by_source: bool,
-           repeats: int = 0, compare_forms: bool = False) -> dict:
+           repeats: int = 0) -> dict:
     import dataclasses
 
     from benchmarks.throughput.suite import QUICK, _search_setup, _with_trips, model_floor
@@ -59,16 +58,6 @@ def counts(game: str, batch: int, sims: int, plies: int, by_source: bool,
         args = (variables, states, jax.random.PRNGKey(3))
         fns = {"kernel": compiled,
                "floor": jax.jit(model_floor(env, ev, sims)).lower(*args).compile()}
-        if compare_forms:  # the accelerators' forms compiled for CPU, timed beside
-            import turbozero.search.tree as tree
-
-            saved, tree.PRODUCTS_ON_CPU = tree.PRODUCTS_ON_CPU, not tree.PRODUCTS_ON_CPU
-            try:
-                fns["other forms"] = jax.jit(
-                    lambda v, s, k: _with_trips(search(env, ev, v, s, k, config))).lower(
-                        *args).compile()
-            finally:
-                tree.PRODUCTS_ON_CPU = saved
         t = time_compiled(fns, args=args, repeats=repeats)
         row["sims_per_s"] = {k: round(batch * sims / v.median, 1) for k, v in t.items()}
         row["sims_per_s_best"] = {k: round(batch * sims / v.min, 1) for k, v in t.items()}
@@ -84,25 +73,13 @@ def main(argv=None) -> list:
     p.add_argument("--by-source", action="store_true")
     p.add_argument("--time", type=int, default=0, metavar="REPEATS",
                    help="also time the search and its model floor (the suite's), REPEATS "
-                        "interleaved calls each (`benchmarks/tools/timing.py`): sims/s, median")
-    p.add_argument("--accelerator-forms", action="store_true",
-                   help="compile the forms the kernel takes on accelerators where it chooses "
-                        "by backend (the legal actions' running count as matrix products, "
-                        "turbozero.search.tree.running_count): the GPU's kernels, fused by "
-                        "XLA's CPU backend")
-    p.add_argument("--compare-forms", action="store_true",
-                   help="with --time: also time the search compiled with the other forms "
-                        "(--accelerator-forms' or not), interleaved in the same calls")
+                        "interleaved calls each (`benchmarks/tools/timing.py`): sims/s, median "
+                        "and best")
     p.add_argument("--json", metavar="FILE", help="also write the rows here")
     args = p.parse_args(argv)
-    if args.accelerator_forms:
-        import turbozero.search.tree as tree
-
-        tree.PRODUCTS_ON_CPU = True
     rows = []
     for game in args.games:
-        row = counts(game, args.batch, args.sims, args.plies, args.by_source, args.time,
-                     args.compare_forms)
+        row = counts(game, args.batch, args.sims, args.plies, args.by_source, args.time)
         rows.append(row)
         data = ", ".join(str(k) for k in row["data_loops"])
         print(f"{game}: {row['shape']}: loop {row['loop_kernels']} + d({data}), "

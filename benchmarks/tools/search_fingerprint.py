@@ -2,7 +2,8 @@
 check that a change of the kernel's code (its compiled form, not its search) leaves what it
 computes as it was (docs/benchmarks.md, "Fewer kernels in the loop body").
 
-    python benchmarks/tools/run_in_tree.py /tmp/old benchmarks/tools/search_fingerprint.py --save ref.npz
+    python benchmarks/tools/run_in_tree.py /tmp/old \
+        benchmarks/tools/search_fingerprint.py --save ref.npz
     python benchmarks/tools/search_fingerprint.py --compare ref.npz
 
 For chess, backgammon (chance nodes), Paco Ŝako and 3-player gomoku (the benchmark suite's

@@ -103,33 +103,23 @@ def empty_tree(
 
 
 # Action spaces up to this many ids count their kept actions with one matrix product against a
-# triangle of ones on accelerators; larger ones in blocks of about sqrt(A) (`running_count`).
+# triangle of ones; larger ones in blocks of about sqrt(A) (`running_count`).
 ONE_PRODUCT_LIMIT = 512
-# True: the products on CPU too, for counting on CPU the kernels an accelerator's loop runs
-# (benchmarks/tools/kernel_counts.py --accelerator-forms); read at trace time
-PRODUCTS_ON_CPU = False
 
 
-def running_count(keep: jax.Array, products: Optional[bool] = None) -> jax.Array:
+def running_count(keep: jax.Array) -> jax.Array:
     """int32[M, A]: the number of True entries of `keep` bool[M, A] up to and including each.
 
-    Two forms, the same integers (`products`: None takes the backend's at trace time):
-
-    * accelerators: matrix products against triangles of ones (exact: 0/1 entries and counts
-      below 2**24 are exact in float32 at any matmul precision, and so are their sums): two or
-      three kernels where the log-depth scan launches about 19 (backgammon's 156 ids), and on
-      a GPU each kernel costs a launch whatever it does (docs/benchmarks.md, "Fewer kernels in
-      the loop body"). Up to `ONE_PRODUCT_LIMIT` ids one product; beyond, blocks of about
-      sqrt(A) ids (the counts within each block, then the blocks' totals before it).
-    * CPU: a log-depth scan of adds, O(A log A). A product's call costs more there than the
-      scan's small loops (backgammon's search 0.7x as fast with it, measured in the same
-      section), and `jnp.cumsum` lowers to a reduce-window of O(A^2) adds a row, most of an
-      expansion's time for thousands of action ids."""
+    Matrix products against triangles of ones (exact: 0/1 entries and counts below 2**24 are
+    exact in float32 at any matmul precision, and so are their sums): two or three kernels
+    where a log-depth scan of adds launched about 19 (backgammon's 156 ids), and on a GPU each
+    kernel costs a launch whatever it does (docs/benchmarks.md, "Fewer kernels in the loop
+    body"). On CPU the products measured as fast as that scan in the same process (chess 0.98x,
+    backgammon 1.16x, gomoku 1.07x, medians of 15 interleaved searches), so every backend
+    takes them; `jnp.cumsum` is a reduce-window there, O(A^2) adds a row. Up to
+    `ONE_PRODUCT_LIMIT` ids one product; beyond, blocks of about sqrt(A) ids (the counts within
+    each block, then the blocks' totals before it), O(A^1.5) a row."""
     m, a = keep.shape
-    if products is None:
-        products = jax.default_backend() != "cpu" or PRODUCTS_ON_CPU
-    if not products:
-        return jax.lax.associative_scan(jnp.add, keep.astype(jnp.int32), axis=-1)
     f32, hi = jnp.float32, jax.lax.Precision.HIGHEST
     x = keep.astype(f32)
     if a <= ONE_PRODUCT_LIMIT:
