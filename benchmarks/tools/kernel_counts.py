@@ -9,10 +9,11 @@ plies; `benchmarks/throughput/suite.py`) at small shapes, read by `benchmarks/to
 Per game: the loop kernels of one simulation step outside the walks and backups, the kernels
 per trip of each data-decided loop (walk, backup), the trips per simulation the search counted,
 and `about`, the kernels a simulation launches: loop kernels + trips/sim x mean(d), the figure
-of docs/benchmarks.md, "Trips and kernels per simulation". `--by-source` adds
+of docs/benchmarks.md, "Trips and kernels per simulation". `--words` takes the accelerators'
+embedding rows on CPU too (the kernel picks bytes on CPU). `--by-source` adds
 `kernels_by_source`: the loop body's kernels by the library function that made them; `--time N`
 the simulations/s of the search and of its model floor (N interleaved calls each, median and
-best). Without `--time` it compiles only (a few seconds a game). Feeds docs/benchmarks.md,
+best), `--compare-rows` beside them the search with the other embedding rows. Without `--time` it compiles only (a few seconds a game). Feeds docs/benchmarks.md,
 "Fewer kernels in the loop body".
 """
 
@@ -31,7 +32,7 @@ import jax  # noqa: E402
 
 
 def counts(game: str, batch: int, sims: int, plies: int, by_source: bool,
-           repeats: int = 0) -> dict:
+           repeats: int = 0, compare_rows: bool = False) -> dict:
     import dataclasses
 
     from benchmarks.throughput.suite import QUICK, _search_setup, _with_trips, model_floor
@@ -58,6 +59,19 @@ def counts(game: str, batch: int, sims: int, plies: int, by_source: bool,
         args = (variables, states, jax.random.PRNGKey(3))
         fns = {"kernel": compiled,
                "floor": jax.jit(model_floor(env, ev, sims)).lower(*args).compile()}
+        if compare_rows:  # the embedding rows in the other form, timed in the same calls
+            import turbozero.search.kernel as kernel
+            from turbozero.search.words import row_form
+
+            saved = kernel.row_form
+            words = saved() == row_form(on_cpu=False)
+            kernel.row_form = lambda: row_form(on_cpu=words)
+            try:
+                fns["bytes" if words else "words"] = jax.jit(
+                    lambda v, s, k: _with_trips(search(env, ev, v, s, k, config))).lower(
+                        *args).compile()
+            finally:
+                kernel.row_form = saved
         t = time_compiled(fns, args=args, repeats=repeats)
         row["sims_per_s"] = {k: round(batch * sims / v.median, 1) for k, v in t.items()}
         row["sims_per_s_best"] = {k: round(batch * sims / v.min, 1) for k, v in t.items()}
@@ -75,11 +89,23 @@ def main(argv=None) -> list:
                    help="also time the search and its model floor (the suite's), REPEATS "
                         "interleaved calls each (`benchmarks/tools/timing.py`): sims/s, median "
                         "and best")
+    p.add_argument("--words", action="store_true",
+                   help="the embedding rows as words on CPU too (the accelerators' form, "
+                        "turbozero.search.words.row_form): the kernels a GPU's loop runs")
+    p.add_argument("--compare-rows", action="store_true",
+                   help="with --time: also time the search with the other embedding rows "
+                        "(words against the CPU's bytes), in the same interleaved calls")
     p.add_argument("--json", metavar="FILE", help="also write the rows here")
     args = p.parse_args(argv)
+    if args.words:
+        import turbozero.search.kernel as kernel
+        from turbozero.search.words import row_form
+
+        kernel.row_form = lambda: row_form(on_cpu=False)
     rows = []
     for game in args.games:
-        row = counts(game, args.batch, args.sims, args.plies, args.by_source, args.time)
+        row = counts(game, args.batch, args.sims, args.plies, args.by_source, args.time,
+                     args.compare_rows)
         rows.append(row)
         data = ", ".join(str(k) for k in row["data_loops"])
         print(f"{game}: {row['shape']}: loop {row['loop_kernels']} + d({data}), "

@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from turbozero.search.words import from_words, to_words, words_layout
+from turbozero.search.words import from_bytes, from_words, to_bytes, to_words, words_layout
 
 
 def _leaves(rng, lead):
@@ -40,6 +40,9 @@ def test_every_leaf_comes_back_bit_for_bit_with_one_or_two_leading_axes():
         assert words.dtype == jnp.uint32 and words.shape[:-1] == lead
         back = jax.jit(lambda w: from_words(w, layout))(words)
         jax.tree_util.tree_map(_same_bits, emb, back)
+        row = jax.jit(lambda e, n=len(lead): to_bytes(e, n))(emb)  # the CPU's byte row
+        assert row.dtype == jnp.uint8 and row.shape[:-1] == lead
+        jax.tree_util.tree_map(_same_bits, emb, jax.jit(lambda r: from_bytes(r, layout))(row))
 
 
 def test_sixty_four_bit_leaves_take_two_words():

@@ -29,7 +29,7 @@ from turbozero.search.selection import (
     MctxPUCT, NodeStats, SpecPUCT, gathered_stats, masked_argmax, node_stats)
 from turbozero.search.tree import (
     NO_ACTION, ROOT_INDEX, UNVISITED, Tree, compact_children, empty_tree)
-from turbozero.search.words import from_words, to_words, words_layout
+from turbozero.search.words import row_form
 from turbozero.validation import check_int, check_real
 
 Selection = Union[SpecPUCT, MctxPUCT]
@@ -410,9 +410,11 @@ def _simulate(model, params, tree: Tree, key: jax.Array, extra: RootExtra,
     b = tree.batch_size
     check_exact(tree.num_nodes, model.num_actions)
     rows = jnp.broadcast_to(jnp.arange(b)[:, None], (b, num_l))  # [B, L]
-    # Inside the loop the nodes' embeddings are one array of words uint32[B, N, W] (the leaves
-    # of a state side by side, bit for bit: `turbozero.search.words`): one gather of the
-    # parents and one scatter of the children per step instead of one per leaf.
+    # Inside the loop the nodes' embeddings are one array (the leaves of a state side by side,
+    # bit for bit: `turbozero.search.words`): one gather of the parents and one scatter of the
+    # children per step instead of one per leaf. Words on accelerators (fewer kernels), the
+    # byte row on CPU (measured faster there).
+    words_layout, to_words, from_words = row_form()
     layout = words_layout(tree.embedding, 2)
     if layout is not None:
         tree = tree._replace(embedding=to_words(tree.embedding, 2))

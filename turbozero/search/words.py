@@ -122,3 +122,52 @@ def from_words(packed: jax.Array, layout: Words) -> Any:
         start += width
         leaves.append(x)
     return jax.tree_util.tree_unflatten(layout.treedef, leaves)
+
+
+# The byte row: the same packing in bytes (uint8[..., S], no padding), the kernel's form on CPU,
+# where words measured a little slower in the same process though they launch fewer kernels
+# (16 games x 32 simulations, words against bytes, median / best of the interleaved searches:
+# backgammon 0.98x / 0.98x at load 3-5 and 0.88x / 0.48x at load 7, gomoku 0.95x / 0.95x;
+# docs/benchmarks.md, "Fewer kernels in the loop body"). Why was not looked into.
+
+def bytes_layout(embedding: Any, lead: int) -> Optional[Words]:
+    """`words_layout` for the byte row (`to_bytes`)."""
+    return words_layout(embedding, lead)
+
+
+def to_bytes(embedding: Any, lead: int) -> jax.Array:
+    """uint8[..., S]: the leaves of one node side by side, bit for bit (bools as 0/1)."""
+    parts = []
+    for x in jax.tree_util.tree_leaves(embedding):
+        if x.dtype == jnp.bool_:
+            x = x.astype(jnp.uint8)
+        elif x.dtype.itemsize > 1 or x.dtype != jnp.uint8:
+            x = jax.lax.bitcast_convert_type(x, jnp.uint8)
+        parts.append(x.reshape(x.shape[:lead] + (-1,)))
+    return jnp.concatenate(parts, axis=-1)
+
+
+def from_bytes(packed: jax.Array, layout: Words) -> Any:
+    """The embedding `to_bytes` packed (leading axes: those of `packed` but the last)."""
+    head, leaves, start = packed.shape[:-1], [], 0
+    for shape, dtype, n in zip(layout.shapes, layout.dtypes, layout.counts):
+        size = n * dtype.itemsize
+        x = packed[..., start:start + size]
+        start += size
+        if dtype == jnp.bool_:
+            x = (x != 0).reshape(head + shape)
+        elif dtype.itemsize > 1:
+            x = jax.lax.bitcast_convert_type(x.reshape(head + shape + (dtype.itemsize,)), dtype)
+        else:
+            x = jax.lax.bitcast_convert_type(x.reshape(head + shape), dtype)
+        leaves.append(x)
+    return jax.tree_util.tree_unflatten(layout.treedef, leaves)
+
+
+def row_form(on_cpu: Optional[bool] = None):
+    """(layout, pack, unpack) of the kernel's embedding rows: the byte row on CPU, words
+    elsewhere (`on_cpu`: None reads the backend, at trace time)."""
+    if on_cpu is None:
+        on_cpu = jax.default_backend() == "cpu"
+    return (bytes_layout, to_bytes, from_bytes) if on_cpu else (words_layout, to_words,
+                                                                from_words)
