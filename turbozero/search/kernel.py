@@ -210,7 +210,7 @@ def _expand_packed(
     node: jax.Array, child_emb: Any, out: ModelOutput, reward: jax.Array, k: int,
 ) -> tuple[jax.Array, jax.Array, Any]:
     """`_write_nodes` inside the search loop: the expansion's columns of the packed node table
-    (`reward` to the end, one scatter), the packed child rows (one scatter) and the byte
+    (`reward` to the end, one scatter), the packed child rows (one scatter) and the packed
     embeddings (one scatter). Returns (table, children, embedding)."""
     legal = out.legal & ~out.terminal[:, None]
     actions, prior = compact_children(legal, out.prior_logits, k)  # [M, K]

@@ -1,19 +1,20 @@
-"""A node's embedding as one row of 32-bit words during a tree search (docs/search.md, "The
-tree kernel"; docs/benchmarks.md, "Fewer kernels in the loop body").
+"""A node's embedding as one row during a tree search: 32-bit words on accelerators, bytes on
+CPU (docs/search.md, "The tree kernel"; docs/benchmarks.md, "Fewer kernels in the loop body").
 
-Inside the search loop the kernel holds the nodes' embeddings as one `uint32[B, N, W]` array:
-the leaves of a state side by side, bit for bit, so that a step gathers its parents and
-scatters its children with one gather and one scatter instead of one per leaf (a state may
-have 20 leaves; on CPU each gather or scatter on a large array is split over threads, and the
-handoffs cost more than the copies: docs/benchmarks.md, "The tree kernel against its model
-floor").
+Inside the search loop the kernel holds the nodes' embeddings as one array, `uint32[B, N, W]`
+or `uint8[B, N, S]`: the leaves of a state side by side, bit for bit, so that a step gathers
+its parents and scatters its children with one gather and one scatter instead of one per leaf
+(a state may have 20 leaves; on CPU each gather or scatter on a large array is split over
+threads, and the handoffs cost more than the copies: docs/benchmarks.md, "The tree kernel
+against its model floor"). `row_form` picks the form at trace time.
 
-Words, not bytes: a leaf of 4-byte numbers is its words as they are (a bit cast of the same
-width, which XLA fuses into the consumer or producer: no kernel of its own), where a byte row
-made every multi-byte leaf a kernel of its own to pack and another to unpack (on backgammon 11
-and 6 of the loop body's kernels). Leaves of 1- or 2-byte numbers and bools are packed 4 or 2
-to a word by shifts (elementwise, fused the same way); 8-byte numbers take two words. A leaf
-ends on a word boundary (a few bytes of padding per leaf).
+Words: a leaf of 4-byte numbers is its words as they are (a bit cast of the same width, which
+XLA fuses into the consumer or producer: no kernel of its own), where a byte row made every
+multi-byte leaf a kernel of its own to pack and another to unpack (on backgammon 11 and 6 of the
+loop body's kernels). Leaves of 1- or 2-byte numbers and bools are packed 4 or 2 to a word by
+shifts (elementwise, fused the same way); 8-byte numbers take two words. A leaf ends on a word
+boundary (a few bytes of padding per leaf). On CPU the byte row measured faster all the same
+(see `row_form`'s note below).
 """
 
 from __future__ import annotations
