@@ -10,10 +10,9 @@ import pytest
 import envs
 from envs import backgammon as bg
 from envs.backgammon import gnubg_bridge, notation, rules
-from turbozero.games import build_network, game_spec
+from fixed_networks import small_game_network
 from turbozero.search import search
 from turbozero.search.afterstate import AfterstatePlayerConfig, afterstate_search
-from turbozero.search.api import NetworkEvaluator
 
 ENV = envs.make("backgammon")
 POSITIONS = [  # (position id, roll): a race, contact with hits, the bar, a bear-off
@@ -27,12 +26,7 @@ POSITIONS = [  # (position id, roll): a race, contact with hits, the bar, a bear
 
 @pytest.fixture(scope="module")
 def net():
-    spec = game_spec("backgammon")
-    module = build_network(spec, ENV, {"hidden_sizes": (16,)})
-    obs = ENV.init(jax.random.PRNGKey(0)).observation[None]
-    variables = module.init(jax.random.PRNGKey(1), obs)
-    evaluator = NetworkEvaluator(lambda v, o: module.apply(v, o, train=False), spec.value_format)
-    return evaluator, variables
+    return small_game_network(ENV)
 
 
 @pytest.fixture(scope="module")

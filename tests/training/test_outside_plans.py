@@ -10,9 +10,8 @@ import numpy as np
 import pytest
 
 import envs
-from turbozero.games import build_network, game_spec
+from fixed_networks import small_game_network
 from turbozero.search.afterstate import AfterstatePlayerConfig, afterstate_search
-from turbozero.search.api import NetworkEvaluator
 from turbozero.training.evaluation import play_outside_match
 
 ENV = envs.make("backgammon")
@@ -21,11 +20,7 @@ GAMES, STEPS = 4, 80
 
 @pytest.fixture(scope="module")
 def player():
-    spec = game_spec("backgammon")
-    module = build_network(spec, ENV, {"hidden_sizes": (16,)})
-    obs = ENV.init(jax.random.PRNGKey(0)).observation[None]
-    variables = module.init(jax.random.PRNGKey(1), obs)
-    evaluator = NetworkEvaluator(lambda v, o: module.apply(v, o, train=False), spec.value_format)
+    evaluator, variables = small_game_network(ENV)
     config = AfterstatePlayerConfig(max_afterstates=64)
     return jax.jit(lambda v, s, k: afterstate_search(ENV, evaluator, v, s, config)), variables
 
