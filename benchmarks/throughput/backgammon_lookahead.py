@@ -4,6 +4,7 @@
     python benchmarks/throughput/backgammon_lookahead.py --run RUN --before 2761cc7 --batch 32
     python benchmarks/throughput/backgammon_lookahead.py --plies 0 1 --batch 32 128
     python benchmarks/throughput/backgammon_lookahead.py --run RUN --parts --pack-divs 4 1
+    python benchmarks/throughput/backgammon_lookahead.py --run RUN --kept 200
 
 Positions: decisions met in gnubg 0-ply self-play (`error_rate.self_play_decisions`, seed 0:
 the error-rate analysis's own kind of positions, not random play's), `--batch` of them per call.
@@ -23,6 +24,9 @@ often the fast player's choice equals the older one's.
 their moves valued (`AfterstateValuer.valid_values`), and the whole `_lookahead`; with
 `--pack-divs` the packing shares of the valuing are set (`PACK_DIVS`; "4 1" is the single
 quarter used before the ladder).
+
+`--kept N`: how many of the 8 best 0-ply moves gnubg's filter keeps on the first N positions
+at thresholds 0.16 (the default), 0.08 and 0.04 (mean, and how many positions keep k).
 
 Feeds docs/learning.md, "Lookahead that is cheap".
 """
@@ -116,6 +120,26 @@ def parts(env, evaluator, variables, states, repeats: int) -> None:
         print(f"  {name:20s} {1000 * timing.median:8.0f} ms")
 
 
+def kept(env, evaluator, variables, states) -> None:
+    """Print what the move filter keeps of the 8 best 0-ply moves (`--kept`)."""
+    cfg = AfterstatePlayerConfig(plies=1)
+
+    @jax.jit
+    def top8(v, s):
+        valuer = afterstate.AfterstateValuer(env, evaluator, v, cfg)
+        moves = afterstate._afterstates(env, s, None)
+        mover = s.current_player[:, None]
+        q = valuer.valid_values(moves.states, moves.valid, mover, mover)
+        return jnp.sum(moves.valid, 1), jax.lax.top_k(q, 8)[0]
+
+    count, top = (np.asarray(x) for x in top8(variables, states))
+    print(f"{len(count)} positions, {count.mean():.1f} complete moves on average")
+    for threshold in (0.16, 0.08, 0.04):
+        k = (np.isfinite(top) & (top >= top[:, :1] - threshold)).sum(1)
+        print(f"  threshold {threshold}: {k.mean():.2f} kept on average; positions keeping "
+              f"1..8: {np.bincount(k, minlength=9)[1:].tolist()}")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--run", default=None, help="run directory whose newest network is used")
@@ -124,11 +148,16 @@ def main() -> None:
     p.add_argument("--before", nargs="*", default=[], help="git revisions to time beside")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--parts", action="store_true", help="time a 1-ply look-ahead's parts")
+    p.add_argument("--kept", type=int, default=0, metavar="N",
+                   help="print what the move filter keeps on N positions, and stop")
     p.add_argument("--pack-divs", type=int, nargs="*", default=None,
                    help="with --parts: the valuing's packing shares (PACK_DIVS)")
     args = p.parse_args()
     env = make("backgammon")
     evaluator, variables = network(args.run, env)
+    if args.kept:
+        kept(env, evaluator, variables, positions(args.kept))
+        return
     if args.parts:
         if args.pack_divs:
             afterstate.PACK_DIVS = tuple(args.pack_divs)
