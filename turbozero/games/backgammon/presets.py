@@ -100,7 +100,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 # wall time of `turbozero train GAME --preset P` on 2 CPU cores where measured (the docs page
 # named holds the conditions); `turbozero presets` says "not measured" for the rest
 MEASURED_TIMES: dict[str, str] = {
-    "tiny": "5 min 11 s at load 7-9, 2 min 37 s of CPU (docs/learning.md, "
+    "tiny": "2 min 6 s with no compilation cache at load 1.5-2 (docs/learning.md, "
         "\"The main job\")",
     "az-tiny": "75 s to 2 min 30 s (docs/training.md); 6 min 6 s at load 4-5 "
         "(docs/learning.md)",
