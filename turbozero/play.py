@@ -25,7 +25,7 @@ import numpy as np
 
 from turbozero.games import GAMES, game_hook
 from turbozero.runs import evaluation_config
-from turbozero.search.afterstate import (AfterstatePlayerConfig, AfterstateValuer, _lookahead,
+from turbozero.search.afterstate import (AfterstatePlayerConfig, AfterstateValuer, _lookahead_live,
                                          check_env, choose_afterstates)
 from turbozero.search.api import NetworkEvaluator
 from turbozero.training import Trainer
@@ -132,8 +132,13 @@ def load_agent(game: str, run_dir: str, plies: int = 0) -> Agent:
     rankers = {p: jax.jit(functools.partial(rank_moves, env, evaluator, plies=p))
                for p in HINT_PLIES}
     # at 0 plies the agent uses the exhaustive list too (one compiled function); deeper, the
-    # env's default M keeps the look-ahead's batches small
-    choose = every if plies == 0 else chooser(AfterstatePlayerConfig(plies=plies))
+    # env's default M keeps the look-ahead's batches small, and the run's own player gives the
+    # move filter (its presets' choice)
+    player = config.algorithm.evaluation_player()
+    if not isinstance(player, AfterstatePlayerConfig):  # a run of another algorithm
+        player = AfterstatePlayerConfig()
+    deep = dataclasses.replace(player, plies=plies, max_afterstates=None)
+    choose = every if plies == 0 else chooser(deep)
     return Agent(env=env, variables=variables, iteration=int(state.iteration), plies=plies,
                  list_moves=every, choose=choose, roll=jax.jit(env.step_chance),
                  rank=lambda s, p=0: rankers[p](variables, s),
@@ -158,8 +163,7 @@ def rank_moves(env, evaluator: NetworkEvaluator, variables, state, plies: int = 
         deep = AfterstateValuer(env, evaluator, variables, AfterstatePlayerConfig(plies=plies))
         after = jax.tree_util.tree_map(lambda x: x[slots], moves.states)
         who = mover[: slots.shape[0]]
-        values = jnp.where(jnp.isfinite(values),
-                           _lookahead(deep, after, who, plies, who), -jnp.inf)
+        values = _lookahead_live(deep, after, jnp.isfinite(values), who, plies, who)
         order = jnp.argsort(-values)
         values, slots = values[order], slots[order]
     return moves, slots, values

@@ -12,10 +12,10 @@ Network: the newest checkpoint of `--run` (the filter's pruning depends on a net
 tells moves apart), else the `td` preset's, untrained.
 
 Players timed side by side (`benchmarks/tools/timing.py`: compiled calls only, alternated):
-`N-ply` is `AfterstatePlayerConfig(plies=N)` as it stands (gnubg's filter: at most 8 moves
-within 0.16 of the best, the kept ones looked at in packed chunks); `N-ply all 8` the same
-without the threshold (every one of the 8 best looked at); `N-ply @REV` the player at git
-revision REV (`--before`; 2761cc7 is the last before the filter and the packing). Prints
+`N-ply` is `AfterstatePlayerConfig(plies=N)` with the backgammon presets' move filter
+(`presets.MOVE_FILTER`, gnubg's: at most 8 moves within 0.16 of the best, the kept ones looked
+at in packed chunks); `N-ply all 8` the same without the threshold (every one of the 8 best
+looked at); `N-ply @REV` the player at git revision REV (its own defaults; at 2761cc7 all 8) (`--before`; 2761cc7 is the last before the filter and the packing). Prints
 milliseconds per decision (a call's median over the batch), the ratio to 0-ply, and how
 often the fast player's choice equals the older one's.
 
@@ -47,6 +47,7 @@ from benchmarks.tools.revisions import module_at_revision  # noqa: E402
 from benchmarks.tools.timing import time_compiled  # noqa: E402
 from envs import make  # noqa: E402
 from envs.backgammon import from_gnubg_board  # noqa: E402
+from turbozero.games.backgammon.presets import MOVE_FILTER  # noqa: E402
 from turbozero.search import api  # noqa: E402
 from turbozero.search import afterstate  # noqa: E402
 from turbozero.search.afterstate import AfterstatePlayerConfig, choose_afterstates  # noqa: E402
@@ -122,7 +123,7 @@ def parts(env, evaluator, variables, states, repeats: int) -> None:
 
 def kept(env, evaluator, variables, states) -> None:
     """Print what the move filter keeps of the 8 best 0-ply moves (`--kept`)."""
-    cfg = AfterstatePlayerConfig(plies=1)
+    cfg = AfterstatePlayerConfig(plies=1, **MOVE_FILTER)
 
     @jax.jit
     def top8(v, s):
@@ -166,7 +167,7 @@ def main() -> None:
         return
     players = {}
     for n in args.plies:
-        cfg = AfterstatePlayerConfig(plies=n)
+        cfg = AfterstatePlayerConfig(plies=n, **MOVE_FILTER)
         players[f"{n}-ply"] = (choose_afterstates, cfg)
         if n > 0:
             players[f"{n}-ply all 8"] = (choose_afterstates,

@@ -10,8 +10,8 @@ are the search's (docs/search.md): the network's value for the player to move at
 negated for the other player; a finished game is valued by its exact reward.
 
 * 0-ply: the afterstate whose value is best for the mover.
-* n-ply: the `candidates` best afterstates at 0-ply within `threshold` of the best (gnubg's
-  move filter) are looked at again: each is averaged over every chance outcome
+* n-ply: the `candidates` best afterstates at 0-ply, those within `threshold` of the best
+  (a move filter; a game's presets choose it) are looked at again: each is averaged over every chance outcome
   (`env.chance_outcome_probs`) of the opponent's (n-1)-ply value there, negated. 1-ply is the
   average over the chance outcomes of the opponent's best 0-ply reply. Each (candidate,
   outcome)'s complete moves are listed once, and only for the candidates the filter keeps:
@@ -46,9 +46,9 @@ class AfterstatePlayerConfig:
 
     plies: 0, 1 or 2 chance layers of look-ahead. candidates and threshold: the move filter of
     the look-ahead (ignored at 0 plies): it re-values at most `candidates` of the best 0-ply
-    moves, those within `threshold` (value units: points for a money-game network) of the
-    best; None keeps all `candidates`. The defaults, 8 within 0.16, are gnubg's "normal"
-    filter before its 1-ply evaluation. max_afterstates: M,
+    moves, those within `threshold` (in the network's value units) of the best; None (the
+    default) keeps all `candidates`. A game's presets set the filter its field uses (the
+    backgammon presets: `games.backgammon.presets.MOVE_FILTER`). max_afterstates: M,
     complete moves listed per position (None: the env's default). objective: None for the
     network's value in reward units (money points), or an object with
     `values(value_out, is_root_mover)` and `terminal(points, is_root_mover)` mapping network
@@ -60,7 +60,7 @@ class AfterstatePlayerConfig:
 
     plies: int = 0
     candidates: int = 8
-    threshold: Optional[float] = 0.16
+    threshold: Optional[float] = None
     max_afterstates: Optional[int] = None
     objective: Any = None
     exact: Any = None
@@ -255,8 +255,8 @@ def _lookahead_live(valuer: AfterstateValuer, after: State, keep: jax.Array, mov
     """`_lookahead` of the afterstates where `keep` (bool, any leading shape; `mover` and
     `root` int32 of that shape), -inf elsewhere. The kept slots are packed and looked at
     `ceil(slots / LOOKAHEAD_DIV)` at a time, in a loop of as many trips as the kept count
-    needs: with gnubg's filter most slots are dropped (a position with one or two moves worth
-    a look), and the look-ahead is the player's whole cost."""
+    needs: a move filter drops many slots (a position with one or two moves worth a look, or
+    fewer listed moves than candidates), and the look-ahead is the player's whole cost."""
     shape = keep.shape
     n = keep.size
     chunk = -(-n // LOOKAHEAD_DIV)

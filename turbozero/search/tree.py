@@ -112,10 +112,10 @@ def running_count(keep: jax.Array) -> jax.Array:
 
     Matrix products against triangles of ones (exact: 0/1 entries and counts below 2**24 are
     exact in float32 at any matmul precision, and so are their sums): two or three kernels
-    where a log-depth scan of adds launched about 19 (backgammon's 156 ids), and on a GPU each
-    kernel costs a launch whatever it does (docs/benchmarks.md, "Fewer kernels in the loop
-    body"). On CPU the products measured as fast as that scan in the same process (chess 0.98x,
-    backgammon 1.16x, gomoku 1.07x, medians of 15 interleaved searches), so every backend
+    where a log-depth scan of adds launched about 19 for 156 ids, and on a GPU each kernel
+    costs a launch whatever it does (docs/benchmarks.md, "Fewer kernels in the loop body", has
+    the games measured). On CPU the products measured as fast as that scan in the same process
+    (0.98x-1.16x, medians of 15 interleaved searches of the suite's games), so every backend
     takes them; `jnp.cumsum` is a reduce-window there, O(A^2) adds a row. Up to
     `ONE_PRODUCT_LIMIT` ids one product; beyond, blocks of about sqrt(A) ids (the counts within
     each block, then the blocks' totals before it), O(A^1.5) a row."""

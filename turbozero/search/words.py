@@ -10,8 +10,8 @@ against its model floor"). `row_form` picks the form at trace time.
 
 Words: a leaf of 4-byte numbers is its words as they are (a bit cast of the same width, which
 XLA fuses into the consumer or producer: no kernel of its own), where a byte row made every
-multi-byte leaf a kernel of its own to pack and another to unpack (on backgammon 11 and 6 of the
-loop body's kernels). Leaves of 1- or 2-byte numbers and bools are packed 4 or 2 to a word by
+multi-byte leaf a kernel of its own to pack and another to unpack (11 and 6 of a measured loop
+body's kernels: docs/benchmarks.md, "Fewer kernels in the loop body"). Leaves of 1- or 2-byte numbers and bools are packed 4 or 2 to a word by
 shifts (elementwise, fused the same way); 8-byte numbers take two words. A leaf ends on a word
 boundary (a few bytes of padding per leaf). On CPU the byte row measured faster all the same
 (see `row_form`'s note below).
@@ -128,8 +128,8 @@ def from_words(packed: jax.Array, layout: Words) -> Any:
 # The byte row: the same packing in bytes (uint8[..., S], no padding), the kernel's form on CPU,
 # where words measured a little slower in the same process though they launch fewer kernels
 # (16 games x 32 simulations, words against bytes, median / best of the interleaved searches:
-# backgammon 0.98x / 0.98x at load 3-5 and 0.88x / 0.48x at load 7, gomoku 0.95x / 0.95x;
-# docs/benchmarks.md, "Fewer kernels in the loop body"). Why was not looked into.
+# 0.88x-0.98x / 0.48x-0.98x over the games and loads of docs/benchmarks.md, "Fewer kernels in
+# the loop body"). Why was not looked into.
 
 def bytes_layout(embedding: Any, lead: int) -> Optional[Words]:
     """`words_layout` for the byte row (`to_bytes`)."""
