@@ -285,13 +285,14 @@ def play_outside_match(env: Env, agent: Callable, variables: Any, key: jax.Array
         need = [int(g) for g in np.flatnonzero(agent_turn) if not plans.get(int(g))]
         if need:
             calls.run(variables, states, need, ka)
-        following = [g for g in plans if g not in need]
-        legal = np.asarray(states.legal_action_mask) if following else None
+        following = any(g not in need for g in plans)
         actions = np.zeros(num_games, np.int32)
         # the opponent reads the batch on the host, fetched once a step: slicing the device
         # arrays per game was ~1/3 of a match against an outside engine (py-spy, 40 games;
-        # measured in docs/learning.md)
+        # measured in docs/learning.md); a plan's actions are checked against its legal masks
         host = jax.device_get(states) if (~done & ~agent_turn).any() else None
+        legal = None if not following else (
+            host.legal_action_mask if host is not None else np.asarray(states.legal_action_mask))
         for g in np.flatnonzero(~done):
             g = int(g)
             if not agent_turn[g]:
