@@ -77,6 +77,8 @@ class Backgammon(Env):
     def __init__(self, features: str = "raw") -> None:
         self.features = features
         self._encoding = features_lib.encoding(features)  # ValueError naming the choices
+        # contact (1) or race (0): the unit a network's phase split reads (None for "raw")
+        self.phase_unit = self._encoding.phase_unit
         self._roll_probs = jnp.asarray(rules.ROLL_PROBS)
         self._rolls = jnp.asarray(rules.ROLLS)
 

@@ -152,11 +152,14 @@ def gnubg_lite(board: Array, remaining: Array, is_chance: Array) -> Array:
 class Encoding(NamedTuple):
     encode: Callable[[Array, Array, Array], Array]  # (board, remaining, is_chance) -> float32[n]
     size: int
+    # the unit that is 1 in contact and 0 in a race (a network's phase split reads it); None
+    # where the encoding has no such unit
+    phase_unit: int | None = None
 
 
 ENCODINGS = {
     "raw": Encoding(raw, 24 * 4 * 2 + 4 + 6 + 1),
-    "gnubg-lite": Encoding(gnubg_lite, 24 * 4 * 2 + 4 + 6 + 1 + 15),
+    "gnubg-lite": Encoding(gnubg_lite, 24 * 4 * 2 + 4 + 6 + 1 + 15, phase_unit=217),
 }
 
 

@@ -70,9 +70,18 @@ def build_network(spec: GameSpec, env: Env, network_config: dict[str, Any]) -> n
         # a string or a number is not a tuple of widths (tuple("64") was ("6", "4")); a list,
         # as JSON gives it, is one (MLPNet checks the widths)
         sizes = tuple(sizes) if isinstance(sizes, list) else sizes
+        split = cfg.pop("phase_split", None)
         if cfg:
             raise ValueError(f"unknown MLP network options: {sorted(cfg)}")
-        return MLPNet(env.num_actions, spec.value_format, hidden_sizes=sizes)
+        # the env says which observation unit holds the phase (None: its observation has none)
+        unit = getattr(env, "phase_unit", None)
+        if split is not None and unit is None:
+            raise ValueError(f"network phase_split={split!r} needs an observation with a phase "
+                             f"unit, and {type(env).__name__}'s (env.phase_unit) has none: "
+                             f"choose an observation encoding with one (the game's page in "
+                             f"docs/) or drop phase_split")
+        return MLPNet(env.num_actions, spec.value_format, hidden_sizes=sizes,
+                      phase_split=split, phase_unit=unit if split is not None else None)
     if spec.trunk == "resnet":
         allowed = {"num_filters", "num_blocks", "value_hidden", "compute_dtype"}
         if set(cfg) - allowed:
