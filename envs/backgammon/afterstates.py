@@ -8,7 +8,7 @@ checker at a time. Two paths (docs/backgammon.md, "Complete moves"; issue 43):
   (net sources, net destinations, blots hit), one plain sort.
 * `doubles_moves`, three or four of one value left: the set of distinct positions grown die by
   die (level k: every legal move of the die from every level k-1 position, far-to-near so each
-  result is made once), the deepest non-empty level kept, merged on the board.
+  result is made once), the deepest non-empty level kept (no board in it twice).
 
 `complete_moves` picks the path per state; under `vmap` it runs the two-dice path for the whole
 batch and gathers only the doubles for theirs (`_pooled`, through `custom_vmap`), first with
@@ -274,6 +274,22 @@ def _first_rows(mask: Array, width: int) -> tuple[Array, Array]:
     return jnp.where(valid, _nth_bit(bits, k), 0), valid
 
 
+def _first_set(mask: Array, width: int) -> tuple[Array, Array]:
+    """The positions of the first `width` set entries of a bool[n] mask, in order (0 where not
+    valid), and valid: the mask packed 32 to a word, each slot's word by comparing it with
+    the words' running bit counts (n / 32 of them), its bit by `_nth_bit`."""
+    n = mask.shape[0]
+    nw = -(-n // 32)
+    words = _word(jnp.pad(mask, (0, 32 * nw - n)).reshape(nw, 32))  # [nw]
+    counts = jax.lax.population_count(words).astype(jnp.int32)
+    ends = jnp.cumsum(counts)  # nw entries only
+    slot = jnp.arange(width, dtype=jnp.int32)
+    w = jnp.minimum(jnp.sum(ends[None, :] <= slot[:, None], axis=1), nw - 1).astype(jnp.int32)
+    k = slot - (ends[w] - counts[w])
+    valid = slot < ends[-1]
+    return jnp.where(valid, 32 * w + _nth_bit(words[w], k), 0), valid
+
+
 def two_dice_moves(board: Array, remaining: Array, live: Array,
                    max_afterstates: int = DEFAULT_MAX_AFTERSTATES,
                    capacity: int | None = None) -> tuple[Level, Array]:
@@ -338,16 +354,18 @@ def two_dice_moves(board: Array, remaining: Array, live: Array,
     ok1 = v1 & ~any2 & ((jnp.arange(2) == 0) | ~larger_only)[:, None]
     keys = jnp.concatenate([jnp.where(v2, key2, INVALID_KEY).reshape(-1),
                             jnp.where(ok1, key1, INVALID_KEY).reshape(-1)])
-    n = keys.shape[0]
     ordered = jnp.sort(keys)
     group = ordered >> CAND_BITS
     start = (ordered != INVALID_KEY) & jnp.concatenate(
         [jnp.ones(1, jnp.bool_), group[1:] != group[:-1]])
+    # the first M distinct results' lowest candidates, in key order (slots past the count
+    # read 0, as the scatter that stood here left them): the group starts found by bit
+    # counts (`_first_set`); a running count of the 480 and a scatter of 480 indices into M
+    # slots were a third of the two-dice path's time (docs/benchmarks.md, "No sort where
+    # nothing repeats")
+    at, valid = _first_set(start, m)
     count = jnp.sum(start)
-    # the first M distinct results' lowest candidates, in key order: the group starts sorted
-    # again (a running count and a scatter into M slots cost more on XLA:CPU, measured)
-    firsts = jnp.zeros(m, jnp.uint32).at[jnp.where(start, jnp.cumsum(start) - 1, m)].set(
-        ordered, mode="drop")
+    firsts = jnp.where(valid, ordered[at], jnp.uint32(0))
     cand = (firsts & ((1 << CAND_BITS) - 1)).astype(jnp.int32)  # [M] the candidate listed
 
     is2 = cand < n2
@@ -366,8 +384,6 @@ def two_dice_moves(board: Array, remaining: Array, live: Array,
     a2 = jnp.where(is2, (row2 + 1) * 6 + d2 - 1, NO_ACTION)
     pad = jnp.full((m, MAX_DICE - 2), NO_ACTION, jnp.int32)
     out_act = jnp.concatenate([a1[:, None], a2[:, None], pad], axis=1).astype(jnp.int32)
-    valid = jnp.arange(m) < count
-    del n
 
     # no move at all: the pass, position unchanged
     passed = live & (count == 0)
@@ -444,37 +460,23 @@ def _doubles_levels(board: Array, remaining: Array, live: Array, max_afterstates
     return chosen._replace(actions=actions, valid=chosen.valid.astype(jnp.bool_)), overflow
 
 
-def _repeats(level: Level) -> Array:
-    """bool[C]: the valid entries whose board an earlier valid entry already has (exact: the
-    five-word keys, sorted with the index as the last key)."""
-    n = level.valid.shape[0]
-    keys = jax.vmap(_keys)(level.board, jnp.zeros_like(level.remaining), ~level.valid)
-    sorted_ = jax.lax.sort((*keys, jnp.arange(n, dtype=jnp.int32)), num_keys=len(keys) + 1)
-    same_as_prev = jnp.ones(n, jnp.bool_).at[0].set(False)
-    for k in sorted_[:-1]:
-        same_as_prev = same_as_prev & (k == jnp.roll(k, 1))
-    repeat = jnp.zeros(n, jnp.bool_).at[sorted_[-1]].set(same_as_prev)
-    return repeat & level.valid
-
-
 def _doubles_batch(board: Array, remaining: Array, live: Array, max_afterstates: int,
                    capacity: int | None) -> tuple[Level, Array]:
-    """`doubles_moves` of a batch ([C] leading). Two different sets of sources give two
-    different boards unless checkers are borne off (the off cell takes every die beyond the
-    last point), so the board merge (a 5-key sort) runs only when a result of the batch bore
-    a checker off: in the middle game it is skipped (`lax.cond`, outside the vmap). Merging
-    keeps the first of equal boards and the slot order, so the answer is the same both ways."""
-    cap = max_afterstates if capacity is None else min(capacity, max_afterstates)
+    """`doubles_moves` of a batch ([C] leading). The chosen level holds no board twice, so
+    nothing is merged: with one die value d, the board a set of moves leaves fixes the
+    number of moves m_p made from each point p, top down (m_p = checkers on p before - after
+    + those that arrived, m_{p+d}, plus the bar's for its entry point; the bar's is what left
+    it), so two different source multisets end on two different boards, borne off or not, and
+    `_expand` makes each multiset once. (A five-word board sort merged them until issue 43's
+    fourth pass and never found a repeat: docs/benchmarks.md, "No sort where nothing
+    repeats"; the gnubg-nn tests check count = distinct boards.) The valid slots are a
+    prefix; the others get slot 0's fields, as the compaction that stood here left them."""
     chosen, overflow = jax.vmap(
         lambda b, r, v: _doubles_levels(b, r, v, max_afterstates, capacity))(board, remaining, live)
-    bore_off = jnp.any(chosen.valid & (chosen.board[..., rules.OFF] > board[:, None, rules.OFF]))
-    repeat = jax.lax.cond(bore_off, lambda: jax.vmap(_repeats)(chosen),
-                          lambda: jnp.zeros_like(chosen.valid))
-    size = chosen.valid.shape[1]
-    del cap
-    merged = jax.vmap(lambda lv, r: _pad(_compact(lv, lv.valid & ~r, size)[0], max_afterstates))(
-        chosen, repeat)
-    return merged, overflow
+    ok = chosen.valid
+    first = jax.tree_util.tree_map(lambda x: jnp.where(
+        ok.reshape(ok.shape + (1,) * (x.ndim - 2)), x, x[:, :1]), chosen)
+    return jax.vmap(lambda lv: _pad(lv, max_afterstates))(first._replace(valid=ok)), overflow
 
 
 def doubles_moves(board: Array, remaining: Array, live: Array,
@@ -482,8 +484,7 @@ def doubles_moves(board: Array, remaining: Array, live: Array,
                   capacity: int | None = None) -> tuple[Level, Array]:
     """`complete_moves` when one die value is left (three or four of a double): levels of
     15, 225 (exact: 15 sources x 15), M and M positions, each result made once (far-to-near,
-    `_expand`), then equal boards (only a bear-off makes them) merged, the first kept, in the
-    order made. `capacity` (< M) caps levels 2-4 lower: the same answer when the flag says
+    `_expand`; no board twice, `_doubles_batch`), in the order made. `capacity` (< M) caps levels 2-4 lower: the same answer when the flag says
     nothing overflowed (`_pooled` retries the others at M)."""
     out, over = _doubles_batch(board[None], remaining[None], jnp.asarray(live)[None],
                                max_afterstates, capacity)
