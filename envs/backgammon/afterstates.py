@@ -360,9 +360,9 @@ def two_dice_moves(board: Array, remaining: Array, live: Array,
         [jnp.ones(1, jnp.bool_), group[1:] != group[:-1]])
     # the first M distinct results' lowest candidates, in key order (slots past the count
     # read 0, as the scatter that stood here left them): the group starts found by bit
-    # counts (`_first_set`); a running count of the 480 and a scatter of 480 indices into M
-    # slots were a third of the two-dice path's time (docs/benchmarks.md, "No sort where
-    # nothing repeats")
+    # counts (`_first_set`), not a running count of the 480 and a scatter of 480 indices
+    # into M slots, the largest pieces of a trace of the list (docs/benchmarks.md, "No sort
+    # where nothing repeats")
     at, valid = _first_set(start, m)
     count = jnp.sum(start)
     firsts = jnp.where(valid, ordered[at], jnp.uint32(0))
@@ -484,8 +484,9 @@ def doubles_moves(board: Array, remaining: Array, live: Array,
                   capacity: int | None = None) -> tuple[Level, Array]:
     """`complete_moves` when one die value is left (three or four of a double): levels of
     15, 225 (exact: 15 sources x 15), M and M positions, each result made once (far-to-near,
-    `_expand`; no board twice, `_doubles_batch`), in the order made. `capacity` (< M) caps levels 2-4 lower: the same answer when the flag says
-    nothing overflowed (`_pooled` retries the others at M)."""
+    `_expand`; no board twice, `_doubles_batch`), in the order made. `capacity` (< M) caps
+    levels 2-4 lower: the same answer when the flag says nothing overflowed (`_pooled`
+    retries the others at M)."""
     out, over = _doubles_batch(board[None], remaining[None], jnp.asarray(live)[None],
                                max_afterstates, capacity)
     return jax.tree_util.tree_map(lambda x: x[0], out), over[0]
