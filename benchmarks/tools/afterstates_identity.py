@@ -3,6 +3,7 @@ once and compared bit for bit after a change to the listing.
 
     python benchmarks/tools/afterstates_identity.py --save /tmp/ref.npz      # before the change
     python benchmarks/tools/afterstates_identity.py --compare /tmp/ref.npz   # after it
+    python benchmarks/tools/afterstates_identity.py --hlo     # sorts and instructions compiled
 
 States: positions met in gnubg-nn 0-ply self-play (`played_positions`), a random roll each
 (batches of 64, 1024 and 2048), plus a batch of 1024 with doubles only (the pooled doubles
@@ -63,14 +64,44 @@ def leaves(games: int, m: int) -> dict[str, np.ndarray]:
     return out
 
 
+def hlo_counts(games: int, m: int) -> None:
+    """Sorts (with their operand shapes) and instructions (fusions' insides included) in the
+    compiled list alone (`complete_moves`) and `env.afterstates`, vmapped, at batch 64 and 1024."""
+    import re
+
+    import envs
+    from benchmarks.throughput.backgammon_afterstates import played_positions
+    from envs.backgammon import afterstates, notation, rules
+
+    env = envs.make("backgammon")
+    pos = played_positions(games)
+    for batch in (64, 1024):
+        rng = np.random.default_rng(1)
+        pick = rng.choice(len(pos), batch)
+        rolls = jnp.asarray(rng.integers(0, rules.NUM_ROLLS, batch), jnp.int32)
+        boards = jnp.asarray(np.stack([notation.gnubg_to_board(pos[i]) for i in pick]))
+        s = jax.vmap(env._decision_state)(boards, rolls, jnp.zeros_like(rolls))
+        for name, f in (("complete_moves", lambda x: afterstates.complete_moves(
+                x.board, x.remaining, True, m)), ("env.afterstates", lambda x: env.afterstates(x, m))):
+            text = jax.jit(jax.vmap(f)).lower(s).compile().as_text()
+            instr = [ln for ln in text.splitlines() if re.match(r"\s*(ROOT )?%?[\w.\-]+ = ", ln)]
+            sorts = [re.search(r" = (.*?) sort\(", ln).group(1) for ln in instr if " sort(" in ln]
+            print(f"{name} batch {batch}: {len(instr)} instructions, {len(sorts)} sorts: "
+                  + "; ".join(x[:90] for x in sorts), flush=True)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--save", metavar="NPZ")
     g.add_argument("--compare", metavar="NPZ")
+    g.add_argument("--hlo", action="store_true", help="count sorts and instructions compiled")
     p.add_argument("--games", type=int, default=10)
     p.add_argument("--m", type=int, default=256)
     args = p.parse_args()
+    if args.hlo:
+        hlo_counts(2, args.m)
+        return
     out = leaves(args.games, args.m)
     if args.save:
         np.savez(args.save, **out)
