@@ -20,7 +20,7 @@ from turbozero import stored_functions as sf
 from turbozero.presets import get_preset
 from turbozero.training import Trainer
 from turbozero.search.kernel import TreeSearchConfig
-from turbozero.training.memory import ENV_VAR, parse_limit, search_tree_bytes, tree_bytes
+from turbozero.memory import ENV_VAR, parse_limit, search_tree_bytes, tree_bytes
 
 GAME = "pgx/tic_tac_toe"
 
@@ -418,10 +418,10 @@ def test_cpp_node_pools_on_an_accelerator_are_checked_against_host_memory(tmp_pa
     """With the loop state on an accelerator, the C++ node pools (host memory) are checked
     on their own against the host's memory, in their own line."""
     pytest.importorskip("turbozero._search_cpp")
-    from turbozero.training import memory
+    from turbozero import memory
 
     monkeypatch.delenv(ENV_VAR, raising=False)
-    monkeypatch.setattr(memory, "_on_host", lambda device: False)
+    monkeypatch.setattr(memory, "on_host", lambda device: False)
     base = get_preset(GAME, "cpu")
     cfg = get_preset(GAME, "cpu", algorithm=dataclasses.replace(
         base.algorithm, search=dataclasses.replace(base.algorithm.search,
@@ -430,3 +430,77 @@ def test_cpp_node_pools_on_an_accelerator_are_checked_against_host_memory(tmp_pa
     assert text.startswith("the search's trees in host memory (the C++ node pools) need about "
                            "2048.0 GiB, more than the "), text
     assert "lower num_games=16 x (slots_per_game=72 or nodes_per_block=1073741824" in text
+
+
+# ------------------------------------------- afterstate TD and its complete-move players
+# TD's replay (`TDReplay`) is part of the loop state, counted from the state's build; its
+# self-play player's listings (`TDConfig.tree_shapes`) and its evaluation player's
+# (`AfterstatePlayerConfig.tree_shapes`) are counted beside it
+
+def _td(**overrides):
+    return get_preset("backgammon", "tiny", **overrides)
+
+
+def test_a_td_replay_larger_than_memory_is_refused(tmp_path, monkeypatch):
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    text = _refused(_td(num_envs=2**16, replay_capacity=2**14), tmp_path)
+    assert text.startswith("the run's state needs about 865.0 GiB (replay 847.0 GiB; "), text
+    assert "lower num_envs=65536 x replay_capacity=16384 positions, or set" in text, text
+
+
+def test_a_td_players_listing_larger_than_memory_is_refused(tmp_path, monkeypatch):
+    """2**24 complete moves listed for each of 64 games (was: not counted; XLA's out-of-memory
+    traceback naming no setting)."""
+    from turbozero.search.afterstate import AfterstatePlayerConfig
+
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    alg = _td().algorithm
+    cfg = _td(algorithm=dataclasses.replace(alg, search=dataclasses.replace(
+        alg.search, player=AfterstatePlayerConfig(max_afterstates=2**24))))
+    text = _refused(cfg, tmp_path)
+    assert "search trees 1148.0 GiB" in text, text
+    assert "lower num_envs=64 x max_afterstates=16777216 complete moves, or set" in text, text
+
+
+def test_a_td_evaluation_players_look_ahead_larger_than_memory_is_refused(tmp_path,
+                                                                         monkeypatch):
+    from turbozero.search.afterstate import AfterstatePlayerConfig
+
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    alg = _td().algorithm
+    cfg = _td(eval_games=2**14, algorithm=dataclasses.replace(
+        alg, eval_search=AfterstatePlayerConfig(plies=2, max_afterstates=2**16)))
+    text = _refused(cfg, tmp_path)
+    assert text.startswith("an evaluation of eval_games=16384 games needs about "), text
+    assert ("(search trees of eval_games=16384 x max_afterstates=65536 complete moves, at "
+            "each of plies=2 look-ahead levels for candidates=8 a position, 1/8 of them a "
+            "trip: ") in text, text
+
+
+def test_td_counts_its_players_listings_and_its_expected_targets_replies(monkeypatch):
+    """Leaf for leaf the listings one self-play turn of afterstate TD makes (recorded from
+    `afterstate._afterstates` while `AfterstateTD._choose` is traced on the game's own
+    listing): with `ExpectedTargets` the player's, then the 0-ply reply's after one chance
+    outcome of every game (the outcomes go one after another)."""
+    import turbozero.search.afterstate as afterstate
+    from fixed_networks import small_game_network
+    from turbozero.search.afterstate import AfterstatePlayerConfig
+    from turbozero.training.td import AfterstateTD, ExpectedTargets, SampledTargets, TDConfig
+
+    env = envs.make("backgammon")
+    evaluator, variables = small_game_network(env)
+    config = TDConfig(player=AfterstatePlayerConfig(max_afterstates=32),
+                      target=ExpectedTargets())
+    algorithm = AfterstateTD(env, evaluator.apply_fn, evaluator.value_format, config)
+    states = _states(env, 3)
+    allocated = _recorded(monkeypatch, afterstate, "_afterstates")
+    jax.eval_shape(lambda v, s: algorithm._choose(v, s, jax.random.PRNGKey(0)),
+                   variables, states)
+    (chosen,), (reply,) = config.tree_shapes(env, states)
+    assert len(allocated) == 2
+    assert _layout(chosen["listed"]) == _layout(allocated[0])
+    assert _layout(reply["listed"]) == _layout(allocated[1])
+    assert chosen["listed"].valid.shape == (3, 32)
+    # sampled targets: the player's listing alone
+    (alone,) = dataclasses.replace(config, target=SampledTargets()).tree_shapes(env, states)
+    assert _layout(alone) == _layout(chosen)

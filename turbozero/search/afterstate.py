@@ -33,7 +33,7 @@ from typing import Any, ClassVar, Optional
 import jax
 import jax.numpy as jnp
 
-from envs.afterstates import NO_ACTION, AfterstateEnv
+from envs.afterstates import NO_ACTION, AfterstateEnv, Afterstates
 from envs.core import Env, State, require_protocol
 from turbozero.validation import check_int, check_real
 from turbozero.search.api import (
@@ -70,6 +70,59 @@ class AfterstatePlayerConfig:
         """Itself: a complete-move player is deterministic (its best move, no noise)."""
         return self
 
+    def tree_shapes(self, env: Env, states: State, with_wdl: bool = False) -> Any:
+        """What a choice for the batch `states` (arrays or shape structs) holds at once in
+        place of a tree, as shape structs (the memory bound's count, turbozero/memory.py): at
+        each ply level the complete moves listed (`Afterstates` [b, M]) and the observations of
+        every listed slot (the valuer's largest share, `PACK_DIVS`' last). Level 0 lists the
+        B roots; each look-ahead level lists the moves after one chance outcome (the outcomes
+        go one after another) of one trip's share of the level above's kept candidates,
+        `_trip_slots(b x min(candidates, M))`. The listing's states are the env's own states
+        without their observation (the `AfterstateEnv` protocol): their shapes are the
+        roots' (an env's states keep one structure), so no listing is traced here, where
+        tracing one took seconds (tests/search/test_search_memory_bound.py checks the
+        shapes against the listings a real player makes). `with_wdl`: unused."""
+        del with_wdl
+        check_env(env)
+        states = jax.tree_util.tree_map(
+            lambda x: jax.ShapeDtypeStruct(tuple(x.shape), x.dtype), states)
+        bare = states.replace(observation=None)
+        observation = states.observation
+        if observation is None:
+            observation = jax.eval_shape(jax.vmap(env.observe), bare)
+        m = self.num_afterstates(env)
+        k = min(self.candidates, m)
+
+        def slots(tree, b):  # [b, m, ...] of one root's leaves
+            return jax.tree_util.tree_map(
+                lambda x: jax.ShapeDtypeStruct((b, m) + tuple(x.shape[1:]), x.dtype), tree)
+
+        levels = []
+        b = int(states.current_player.shape[0])
+        for _ in range(self.plies + 1):
+            listed = Afterstates(
+                states=slots(bare, b), valid=jax.ShapeDtypeStruct((b, m), jnp.bool_),
+                actions=jax.ShapeDtypeStruct((b, m, env.max_move_length), jnp.int32),
+                overflow=jax.ShapeDtypeStruct((b,), jnp.bool_))
+            levels.append({"listed": listed, "observed": slots(observation, b)})
+            b = _trip_slots(b * k)
+        return tuple(levels)
+
+    def num_afterstates(self, env: Env) -> int:
+        """M, the complete moves listed per position: `max_afterstates`, else the env's."""
+        return int(self.max_afterstates if self.max_afterstates is not None
+                   else env.max_afterstates)
+
+    def tree_settings(self, batch: str, env: Env) -> str:
+        """The settings the memory bound names (`batch`: the positions, e.g. num_envs=64)."""
+        m = self.num_afterstates(env)
+        said = (f"{batch} x max_afterstates={m} complete moves"
+                + (" (the game's default)" if self.max_afterstates is None else ""))
+        if self.plies:
+            said += (f", at each of plies={self.plies} look-ahead levels for candidates="
+                     f"{self.candidates} a position, 1/{LOOKAHEAD_DIV} of them a trip")
+        return said
+
     def __post_init__(self) -> None:
         if isinstance(self.plies, bool) or self.plies not in (0, 1, 2):
             raise ValueError(f"plies must be 0, 1 or 2, got {self.plies!r}")
@@ -98,6 +151,11 @@ PACK_DIVS = (32, 16, 8, 4, 2, 1)
 # (position, candidate) slots at a time (`_lookahead_live`): trips are as many as what is kept
 # needs, so a batch where few moves pass the filter lists few chance outcomes' moves
 LOOKAHEAD_DIV = 8
+
+
+def _trip_slots(n: int) -> int:
+    """The slots one look-ahead trip takes of `n` (position, candidate) slots."""
+    return -(-n // LOOKAHEAD_DIV)
 
 
 def check_env(env: Env) -> None:
@@ -259,7 +317,7 @@ def _lookahead_live(valuer: AfterstateValuer, after: State, keep: jax.Array, mov
     fewer listed moves than candidates), and the look-ahead is the player's whole cost."""
     shape = keep.shape
     n = keep.size
-    chunk = -(-n // LOOKAHEAD_DIV)
+    chunk = _trip_slots(n)
     flat = jax.tree_util.tree_map(lambda x: x.reshape((n,) + x.shape[len(shape):]), after)
     mover_f, root_f, ok = mover.reshape(n), root.reshape(n), keep.reshape(n)
     count = jnp.sum(ok)

@@ -26,6 +26,7 @@ import jax.numpy as jnp
 
 from turbozero.networks.heads import check_value_format
 from turbozero.networks.value_formats import ScalarValue, ValueFormat, mover_to_seats
+from turbozero.memory import check_search
 from turbozero.search import checks
 
 
@@ -156,7 +157,9 @@ def search(env: Any, evaluator: NetworkEvaluator, variables: Any, states: Any, k
     Pure and jittable for every family but the host-side ones (`Family.jittable`; close over
     `env`, `evaluator` and `config`, which are static). `risk_beta` (float32[B, P], each seat's
     entropic-risk beta) is taken by the families that have a risk term (the tree kernel and
-    the C++ path); the others raise ValueError for it rather than ignore it.
+    the C++ path); the others raise ValueError for it rather than ignore it. Trees larger than
+    the device's memory (the config's `tree_shapes`, turbozero/memory.py) are a ValueError
+    naming the settings, raised before the family runs (docs/search.md, "What search checks").
     """
     family = family_of(config)
     if not family.jittable and any(isinstance(leaf, jax.core.Tracer)
@@ -173,6 +176,14 @@ def search(env: Any, evaluator: NetworkEvaluator, variables: Any, states: Any, k
     batch = checks.check_batch(env, states)
     if family.jittable and isinstance(evaluator, NetworkEvaluator) and not env.is_simultaneous:
         checks.check_evaluator(env, evaluator, variables, states, batch)
+    # the trees the search will hold, from the config's own shapes, against the memory they
+    # must fit: one line naming the settings instead of XLA's out-of-memory traceback
+    # (turbozero/memory.py; at trace time for the jittable families, remembered per shapes)
+    fmt = getattr(evaluator, "value_format", None)
+    apply_fn = getattr(evaluator, "apply_fn", None)
+    check_search(config, env, states,
+                 with_wdl=bool(fmt is not None and fmt.has_wdl and env.num_players == 2),
+                 network=None if apply_fn is None else (apply_fn, variables))
     if not (family.jittable and checks.evaluator_checks_enabled()):
         return family.run(env, evaluator, variables, states, key, config, risk_beta)
     # the debug switch: every network call checked on the host for non-finite outputs

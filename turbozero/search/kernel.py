@@ -99,7 +99,7 @@ class TreeSearchConfig:
     def tree_shapes(self, env, states: Any, with_wdl: bool = False) -> Tree:
         """The tree a search of the batch `states` (arrays or shape structs) on `env`'s true
         dynamics holds, as shape structs (`jax.eval_shape`: nothing allocated): the memory
-        bound's count (turbozero/training/memory.py). `with_wdl`: the evaluator's value
+        bound's count (turbozero/memory.py). `with_wdl`: the evaluator's value
         format has a draw class (the win/draw/loss sums are kept)."""
         model = EnvModel(env, _ShapesOnly())
 

@@ -114,7 +114,7 @@ class LearnedModelSearch:
         """The tree a search of the batch `states` (arrays or shape structs) holds, as shape
         structs: `jax.eval_shape` of the kernel's own `init_tree` on the learned model, so the
         embeddings are the network's hidden states as its representation makes them and
-        nothing is allocated (the memory bound's count, turbozero/training/memory.py).
+        nothing is allocated (the memory bound's count, turbozero/memory.py).
         network: `(apply_fn, variables)`, the MuZero network (its variables may be shape
         structs). `with_wdl`: unused (the model's heads have no draw class)."""
         del with_wdl

@@ -138,7 +138,7 @@ class MCGSConfig:
     def tree_shapes(self, env: Env, states: State, with_wdl: bool = False) -> "Graph":
         """The graphs a search of the batch `states` (arrays or shape structs) holds, as
         shape structs: `jax.eval_shape` of the search's own allocation (`_init_graph`, per
-        game), nothing allocated (the memory bound's count, turbozero/training/memory.py).
+        game), nothing allocated (the memory bound's count, turbozero/memory.py).
         Per node the edge arrays are [A, A] (A the env's `num_actions`), so a graph is
         B x capacity x (A^2 x 13 bytes + the node's own fields). `with_wdl`: unused."""
         del with_wdl

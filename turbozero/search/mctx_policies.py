@@ -104,13 +104,14 @@ class MctxConfig:
         """The tree mctx allocates for a search of the batch `states` (arrays or shape
         structs) on `env`, as shape structs: `jax.eval_shape` of mctx's own allocation
         (`instantiate_tree_from_root`) fed the root this family gives each policy, so nothing
-        is allocated or compiled (the memory bound's count, turbozero/training/memory.py).
+        is allocated or compiled (the memory bound's count, turbozero/memory.py).
         mctx's trees are dense: per node six arrays over every action id (children's index,
         prior logit, value, visits, reward, discount: B x (num_simulations + 1) x
         num_actions x 4 bytes each), over num_actions + num_chance_outcomes in a stochastic
         game, whose nodes keep a state and an afterstate. `with_wdl`: unused (mctx keeps
         one value per node)."""
         del with_wdl
+        _check_env(env)
         # mctx's allocation is not public API: tests/training/test_memory_bound.py checks the
         # shapes against the trees of real searches of all three policies
         from mctx._src.base import StochasticRecurrentState
@@ -290,6 +291,17 @@ def make_stochastic_fns(env: Env, evaluator: NetworkEvaluator) -> tuple[Callable
     return decision_recurrent_fn, chance_recurrent_fn
 
 
+def _check_env(env: Env) -> None:
+    if env.is_simultaneous:
+        raise ValueError(
+            f"{env.id} is a simultaneous-move game: use turbozero.search.mcgs, not mctx"
+        )
+    if env.num_players != 2:
+        raise ValueError(f"{env.id} has {env.num_players} players: mctx's values are for the "
+                         "player to move of a two-player zero-sum game; use the tree kernel "
+                         "(TreeSearchConfig), which keeps one value per seat")
+
+
 def mctx_search(
     env: Env,
     evaluator: NetworkEvaluator,
@@ -303,14 +315,7 @@ def mctx_search(
     states (leading axis B) searched by mctx on the env's true dynamics. Pure and jittable
     (close over `env`, `evaluator` and `config`). Two-player games; no risk term."""
     del risk_beta  # refused by `turbozero.search.search`: mctx has no risk term
-    if env.is_simultaneous:
-        raise ValueError(
-            f"{env.id} is a simultaneous-move game: use turbozero.search.mcgs, not mctx"
-        )
-    if env.num_players != 2:
-        raise ValueError(f"{env.id} has {env.num_players} players: mctx's values are for the "
-                         "player to move of a two-player zero-sum game; use the tree kernel "
-                         "(TreeSearchConfig), which keeps one value per seat")
+    _check_env(env)
     if states.observation is None:  # states from the fast path (`env.transition`)
         states = states.replace(observation=jax.vmap(env.observe)(states))
     k_noise, key = jax.random.split(key)

@@ -44,11 +44,18 @@ class OnePlyConfig:
         legal move of each, with their observations (B x `env.max_legal_actions`), as shape
         structs (`jax.eval_shape` of the search's own step; the memory bound's count)."""
         del with_wdl
+        _check_env(env)
         return jax.eval_shape(lambda st: _results(env, st, env.max_legal_actions), states)
 
     def tree_settings(self, batch: str, env: Env) -> str:
         """The settings the memory bound names for the results (`batch`: the games)."""
         return f"{batch} x the game's max_legal_actions={env.max_legal_actions} moves"
+
+
+def _check_env(env: Env) -> None:
+    if env.is_simultaneous:
+        raise ValueError(f"{env.id} is a simultaneous-move game: a 1-ply search needs one "
+                         "mover per state (a simultaneous game registers its own greedy player)")
 
 
 def _results(env: Env, states: State, width: int) -> tuple[Any, State]:
@@ -73,9 +80,7 @@ def one_ply_search(env: Env, evaluator: NetworkEvaluator, variables: Any, states
     Returns a `SearchResult`: the best move, a one-hot policy on it and its value as the root
     value. One network call values all B * `width` results; `width` (default
     `env.max_legal_actions`, the least that holds every legal move) is a static count."""
-    if env.is_simultaneous:
-        raise ValueError(f"{env.id} is a simultaneous-move game: a 1-ply search needs one "
-                         "mover per state (a simultaneous game registers its own greedy player)")
+    _check_env(env)
     width = env.max_legal_actions if width is None else width
     if width < env.max_legal_actions:
         raise ValueError(f"one_ply_search width {width} is below {env.id}'s "

@@ -102,6 +102,22 @@ class TDConfig:
         no exploration), and the player has no noise (`player.for_evaluation()`)."""
         return dataclasses.replace(self, player=self.player.for_evaluation())
 
+    def tree_shapes(self, env, states: State, with_wdl: bool = False) -> Any:
+        """What one self-play turn of the batch `states` holds in place of a tree, as shape
+        structs (the memory bound's count, turbozero/memory.py): the player's choice
+        (`AfterstatePlayerConfig.tree_shapes`) and, with `ExpectedTargets`, the 0-ply choice
+        after one chance outcome of every game's move (the outcomes go one after another). The
+        replay (`TDReplay`) is part of the loop state, counted with it."""
+        chosen = self.player.tree_shapes(env, states, with_wdl)
+        if not self.target.looks_ahead:
+            return chosen
+        reply = dataclasses.replace(self.player, plies=0)
+        return chosen, reply.tree_shapes(env, states, with_wdl)
+
+    def tree_settings(self, batch: str, env) -> str:
+        """The settings the memory bound names: the player's (`batch`: the games)."""
+        return self.player.tree_settings(batch, env)
+
     def __post_init__(self) -> None:
         if not isinstance(self.player, AfterstatePlayerConfig):
             raise ValueError(f"player must be an AfterstatePlayerConfig, got {self.player!r}")

@@ -51,6 +51,18 @@ def _pool_evaluator(env, evaluator):
     return _POOL_EVALUATORS[cache_key]
 
 
+def play_config(config: CPUSearchConfig, num_games: int, seed: int = 0) -> CPUSelfPlayConfig:
+    """The self-play of one move a search of `num_games` roots runs (`cpu_search`), and what
+    the memory bound counts for it (`CPUSearchConfig.tree_shapes`, `host_bytes`)."""
+    return CPUSelfPlayConfig(
+        search=config, num_workers=1, num_games=num_games,
+        num_simulations=config.num_simulations, leaves_per_step=config.leaves_per_step,
+        max_steps=1,
+        # no subtree is kept: the root and one state per simulation
+        slots_per_game=config.num_simulations + config.leaves_per_step + 1,
+        batch_tiers=(num_games * config.leaves_per_step,), seed=seed)
+
+
 def _refuse_tracers(**arrays) -> None:
     for name, value in arrays.items():
         if any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(value)):
@@ -109,13 +121,7 @@ def cpu_search(env, evaluator, variables, states, key: jax.Array, config: CPUSea
         seed = int(seed)
         # one move of one game per live root, one worker (each tree's search is then the one
         # `SearchTree` runs alone), all its leaves in one batch of the one compiled size
-        play = CPUSelfPlayConfig(
-            search=config, num_workers=1, num_games=int(live.size),
-            num_simulations=config.num_simulations, leaves_per_step=config.leaves_per_step,
-            max_steps=1,
-            # no subtree is kept: the root and one state per simulation
-            slots_per_game=config.num_simulations + config.leaves_per_step + 1,
-            batch_tiers=(int(live.size) * config.leaves_per_step,), seed=seed)
+        play = play_config(config, int(live.size), seed)
         seat_betas = None
         if betas is not None:  # a one-player game's one seat: both C++ seats
             seat_betas = betas[live] if num_players == 2 else np.repeat(betas[live], 2, axis=1)
@@ -158,4 +164,4 @@ def _seed_and_key(key: jax.Array) -> tuple[jax.Array, jax.Array]:
 _act = jax.jit(act, static_argnums=3)
 
 
-__all__ = ["cpu_search"]
+__all__ = ["cpu_search", "play_config"]

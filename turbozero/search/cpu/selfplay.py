@@ -103,7 +103,7 @@ class CPUSelfPlayConfig:
         """The device-side state pool the self-play holds (`num_games * state_slots_per_game
         + 1` env states), as shape structs: `jax.eval_shape` of its own build
         (`make_state_pool`), nothing allocated (the memory bound's count,
-        turbozero/training/memory.py). Its games are `num_games`, not the batch `states`.
+        turbozero/memory.py). Its games are `num_games`, not the batch `states`.
         The C++ trees are host memory: `host_bytes`."""
         del states, with_wdl
         return jax.eval_shape(_pool_builder(env, self.num_games * self.state_slots_per_game

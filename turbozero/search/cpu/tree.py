@@ -10,7 +10,7 @@ padded with `NO_ACTION`. The same protocol drives the multi-threaded self-play
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, ClassVar, NamedTuple, Optional
+from typing import Any, Callable, ClassVar, NamedTuple, Optional
 
 import numpy as np
 
@@ -104,6 +104,28 @@ class CPUSearchConfig:
                                    num_simulations=config.num_simulations,
                                    leaves_per_step=config.leaves_per_step)
 
+    # the memory bound's count of a search of this family (turbozero/memory.py): a search of B
+    # roots runs the self-play of one move of B games (`cpu.search.play_config`, imported when
+    # called: that module imports this one), whose counts these are
+    def tree_shapes(self, env, states: Any, with_wdl: bool = False) -> Any:
+        """The device-side state pool a search of the batch `states` holds (B x
+        (num_simulations + leaves_per_step + 1) + 1 env states), as shape structs
+        (`CPUSelfPlayConfig.tree_shapes`: `jax.eval_shape` of the pool's build). The C++
+        trees are host memory: `host_bytes`."""
+        from turbozero.search.cpu.search import play_config
+        return play_config(self, _batch(states)).tree_shapes(env, states, with_wdl)
+
+    def host_bytes(self, env, states: Any) -> int:
+        """Bytes of the C++ node pools of the B trees at their fullest (`node_pool_bytes`)."""
+        from turbozero.search.cpu.search import play_config
+        return play_config(self, _batch(states)).host_bytes(env, states)
+
+    def tree_settings(self, batch: str, env: Any = None) -> str:
+        """The settings the memory bound names (`batch`: the roots, e.g. batch=64)."""
+        del env
+        return (f"{batch} x (num_simulations={self.num_simulations} + leaves_per_step="
+                f"{self.leaves_per_step} + 1) states and their nodes")
+
     def to_native(self, *, num_players: int = 2, num_actions: Optional[int] = None):
         """The C++ config; the evaluator's players must lie in [0, num_players) and its action
         ids in [0, num_actions) (None: any id >= 0)."""
@@ -121,6 +143,10 @@ class CPUSearchConfig:
         c.dirichlet_alpha = float(self.dirichlet_alpha)
         c.dirichlet_fraction = float(self.dirichlet_fraction)
         return c
+
+
+def _batch(states: Any) -> int:
+    return int(np.shape(states.current_player)[0])
 
 
 def checked_evaluation(result, num_requests: int) -> Evaluation:
