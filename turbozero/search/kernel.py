@@ -130,15 +130,14 @@ class _Loop(NamedTuple):
     table: Optional[jax.Array] = None
 
 
-class _Descent(NamedTuple):
-    """One walk in every tree of the batch."""
-
-    node: jax.Array  # int32[B] current node
-    slot: jax.Array  # int32[B] slot chosen at `node` (valid when `new`)
-    action: jax.Array  # int32[B] action id of that slot
-    new: jax.Array  # bool[B] the walk ends by creating a child of `node` at `slot`
-    done: jax.Array  # bool[B]
-    depth: jax.Array  # float32[B] depth of `node` (the new node's is one more)
+# One walk in every tree of the batch, during a level loop: int32[B, 6], one column each, so that
+# a level updates its walk with one elementwise kernel: as six [B] arrays, XLA's CPU backend
+# ran one kernel each, 6 of the 20 of a walk level (compiled loop of the suite's backgammon
+# search, 16 games x 32 simulations, `benchmarks/tools/kernel_counts.py --words`, at 2c4d0f1).
+NODE, SLOT, ACTION, NEW, DONE, DEPTH = range(6)
+# NODE: current node; SLOT: slot chosen at it (valid when NEW); ACTION: that slot's action id;
+# NEW: 1 when the walk ends by creating a child of NODE at SLOT; DONE: 1 when the walk has
+# ended; DEPTH: the float32 bits of NODE's depth (the new node's is one more)
 
 
 def _leaf_value(out: ModelOutput) -> jax.Array:
@@ -208,10 +207,13 @@ def _write_nodes(
 def _expand_packed(
     table: jax.Array, children: jax.Array, embedding: Any, cols: NodeColumns, b: jax.Array,
     node: jax.Array, child_emb: Any, out: ModelOutput, reward: jax.Array, k: int,
+    alloc: Optional[jax.Array] = None,
 ) -> tuple[jax.Array, jax.Array, Any]:
     """`_write_nodes` inside the search loop: the expansion's columns of the packed node table
     (`reward` to the end, one scatter), the packed child rows (one scatter) and the packed
-    embeddings (one scatter). Returns (table, children, embedding)."""
+    embeddings (one scatter). `alloc` (float32[M, 5]): the allocation's columns `visits ..
+    depth` too, in the same scatter (the walk left them unwritten, `_select_leaves`). Returns
+    (table, children, embedding)."""
     legal = out.legal & ~out.terminal[:, None]
     actions, prior = compact_children(legal, out.prior_logits, k)  # [M, K]
     f32 = jnp.float32
@@ -221,11 +223,17 @@ def _expand_packed(
     parts += [out.player.astype(f32)[:, None], out.terminal.astype(f32)[:, None]]
     if cols.with_chance:
         parts.append(out.chance.astype(f32)[:, None])
-    table = table.at[b, node, cols.reward:].set(jnp.concatenate(parts, axis=-1), mode="drop")
+    first = cols.reward if alloc is None else cols.visits  # visits .. depth, then reward ..
+    parts = parts if alloc is None else [alloc] + parts
+    table = table.at[b, node, first:].set(jnp.concatenate(parts, axis=-1), mode="drop")
     rows = _pack_children(actions, jnp.full_like(actions, UNVISITED), prior)
     emb = jax.tree_util.tree_map(
         lambda dst, src: dst.at[b, node].set(src, mode="drop"), embedding, child_emb)
     return table, children.at[b, node].set(rows, mode="drop"), emb
+
+
+# the columns of `_Walks.paths`
+LEAF, PARENT, PATH_ACTION, PATH_NEW, LEAF_DEPTH = range(5)
 
 
 class _Walks(NamedTuple):
@@ -234,11 +242,36 @@ class _Walks(NamedTuple):
     table: jax.Array  # float32[B, N, F] the packed node table (`node_table`)
     children: jax.Array  # int32[B, N, K, 3] the packed child rows (`_pack_children`)
     next_node: jax.Array  # int32[B]
-    leaves: jax.Array  # int32[B, L]
-    parents: jax.Array  # int32[B, L]
-    actions: jax.Array  # int32[B, L]
-    new: jax.Array  # bool[B, L]
+    # int32[B, L, 5] per leaf: its node, its parent, the action into it (0 unless new), 1 when
+    # new, and the float32 bits of a new node's depth; one array, so a walk's end writes it
+    # with one update, not four
+    paths: jax.Array
     trips: jax.Array  # int32[]
+
+    @property
+    def leaves(self) -> jax.Array:
+        return self.paths[..., LEAF]
+
+    @property
+    def parents(self) -> jax.Array:
+        return self.paths[..., PARENT]
+
+    @property
+    def actions(self) -> jax.Array:
+        return self.paths[..., PATH_ACTION]
+
+    @property
+    def new(self) -> jax.Array:
+        return self.paths[..., PATH_NEW] != 0
+
+    def allocation(self) -> jax.Array:
+        """float32[B, L, 5] the new nodes' columns `visits .. depth` (no visit, no virtual
+        loss, parent, action, depth), where `_select_leaves` left them to the expansion."""
+        f32 = jnp.float32
+        zero = jnp.zeros(self.paths.shape[:-1], f32)
+        return jnp.stack([zero, zero, self.parents.astype(f32), self.actions.astype(f32),
+                          jax.lax.bitcast_convert_type(self.paths[..., LEAF_DEPTH], f32)],
+                         axis=-1)
 
 
 def _select_leaves(
@@ -251,11 +284,12 @@ def _select_leaves(
     (`_pack_children`).
 
     Returns the walks' end (`_Walks`): the table with the new nodes allocated and virtual loss
-    on the paths, the child rows with the new nodes linked, and per leaf its node, parent,
-    action and whether it is new, with the walks' loop trips. A walk ends at a terminal node,
-    at a node whose evaluation is pending (allocated earlier in this step: the leaf is
-    evaluated once and backed up once per walk), or by allocating the child of an unexpanded
-    slot. `active`: bool[L] (the last step of a search may select fewer); `risk`:
+    on the paths (with one leaf a step, L = 1, the new node's columns are left to the
+    expansion: `_Walks.allocation`), the child rows with the new nodes linked, and per leaf
+    its node, parent, action and whether it is new, with the walks' loop trips. A walk ends
+    at a terminal node, at a node whose evaluation is pending (allocated earlier in this step:
+    the leaf is evaluated once and backed up once per walk), or by allocating the child of an
+    unexpanded slot. `active`: bool[L] (the last step of a search may select fewer); `risk`:
     float32[B, P] the risk beta of each seat in each game (None: the selection's own beta).
 
     A level of a walk reads the node's row of the table (one gather), its child row (one
@@ -266,7 +300,7 @@ def _select_leaves(
     differs per tree selects every carried array between old and new on every iteration, and
     on CPU those copies and selects cost more than the walk itself (docs/benchmarks.md,
     "The tree kernel against its model floor"). Here a finished walk keeps its node by
-    one `where` on int32[B] and adds no virtual loss."""
+    one `where` on its int32[B, 6] carry and adds no virtual loss."""
     sel, root = config.selection, config.root
     n_sims = config.num_simulations
     b, n = table.shape[0], table.shape[1]
@@ -304,75 +338,96 @@ def _select_leaves(
     # the H200 the five-number gather is what was measured, and reads 4x less of the table.
     rows_then_columns = jax.default_backend() == "cpu"
 
+    def mover_column(x: jax.Array, start: int, mover: jax.Array) -> jax.Array:
+        """x[..., start + mover] (x: [B, ..., F], mover: int32[B], a player) by selects over
+        the players: elementwise, fused into its consumer, where the gather by the mover
+        (`take_along_axis`) had its index array built by a kernel of its own in every walk
+        level (the compiled loop at 2c4d0f1, as for the walk's carry above)."""
+        m = mover.reshape(mover.shape + (1,) * (x.ndim - 2))
+        out = x[..., start]
+        for q in range(1, cols.num_players):
+            out = jnp.where(m == q, x[..., start + q], out)
+        return out
+
     def walk(j, w: _Walks) -> _Walks:
         kids_all = w.children
 
         def cond(c):
-            return jnp.any(~c[0].done)
+            return jnp.any(c[0][:, DONE] == 0)
 
         def body(c):
             d, tab = c
-            node = d.node
+            node = d[:, NODE]
+            finished = d[:, DONE] != 0
             if with_vl:  # a finished walk adds none
-                tab = tab.at[rows, node, cols.virtual_loss].add((~d.done).astype(f32))
+                tab = tab.at[rows, node, cols.virtual_loss].add((~finished).astype(f32))
             row = tab[rows, node]  # [B, F]
             mover = row[:, cols.player].astype(jnp.int32)
             # the one read of the [B, N, K] child arrays: the packed rows, then [B, K] arrays
-            acts, kids, prior = _unpack_children(kids_all[rows, node])
+            kid_rows = kids_all[rows, node]  # [B, K, 3]
+            acts, kids, prior = _unpack_children(kid_rows)
             safe = jnp.where(kids != UNVISITED, kids, 0)
-            which = child_cols[None] + mover_shift[None] * mover[:, None]  # [B, 5]
             if rows_then_columns:  # CPU: whole rows (contiguous), then the five columns
-                got = jnp.take_along_axis(tab[rows[:, None], safe], which[:, None, :], axis=2)
+                whole = tab[rows[:, None], safe]  # [B, K, F]
+                got = [whole[..., cols.visits], whole[..., cols.virtual_loss]] + [
+                    mover_column(whole, c, mover)
+                    for c in (cols.value_sum, cols.value_sq_sum, cols.reward)]
             else:  # accelerators: the five numbers of each child, nothing more
-                got = tab[rows[:, None, None], safe[:, :, None], which[:, None, :]]  # [B, K, 5]
-            node_vs = jnp.take_along_axis(row, (cols.value_sum + mover)[:, None], 1)[:, 0]
+                which = child_cols[None] + mover_shift[None] * mover[:, None]  # [B, 5]
+                five = tab[rows[:, None, None], safe[:, :, None], which[:, None, :]]  # [B, K, 5]
+                got = [five[..., i] for i in range(5)]
+            node_vs = mover_column(row, cols.value_sum, mover)
             parent_visits = row[:, cols.visits].astype(jnp.int32)
             stats = gathered_stats(
-                kids, acts, prior, got[..., 0].astype(jnp.int32), got[..., 1].astype(jnp.int32),
-                got[..., 2], got[..., 3], got[..., 4], parent_visits, node_vs, config.discount)
-            raw = jnp.take_along_axis(row, (cols.raw_value + mover)[:, None], 1)[:, 0]
+                kids, acts, prior, got[0].astype(jnp.int32), got[1].astype(jnp.int32),
+                got[2], got[3], got[4], parent_visits, node_vs, config.discount)
+            raw = mover_column(row, cols.raw_value, mover)
             chance = row[:, cols.chance] != 0 if cols.with_chance else None
             slot = slot_of(stats, mover, node == ROOT_INDEX, extra, raw, chance, risk)
             # a node's legal actions fill its slots from slot 0 on (`compact_children`), so
             # it has one exactly when slot 0 is valid
             stop = (row[:, cols.terminal] != 0) | (parent_visits == 0) | ~stats.valid[:, 0]
-            child = jnp.take_along_axis(kids, slot[:, None], 1)[:, 0]
-            action = jnp.take_along_axis(acts, slot[:, None], 1)[:, 0]
+            # the chosen slot's action and child node, read together from the packed row
+            picked = jnp.take_along_axis(kid_rows, slot[:, None, None], 1)[:, 0]  # [B, 3]
+            child, action = picked[:, 1], picked[:, 0]
             new = ~stop & (child == UNVISITED)
             done = stop | new
+            level = jnp.stack([jnp.where(done, node, child), slot, action,
+                               new.astype(jnp.int32), done.astype(jnp.int32),
+                               jax.lax.bitcast_convert_type(row[:, cols.depth], jnp.int32)],
+                              axis=-1)
             # a finished walk keeps its node, slot and flags
-            return _Descent(node=jnp.where(d.done | done, node, child),
-                            slot=jnp.where(d.done, d.slot, slot),
-                            action=jnp.where(d.done, d.action, action),
-                            new=jnp.where(d.done, d.new, new), done=d.done | done,
-                            depth=jnp.where(d.done, d.depth, row[:, cols.depth])), tab
+            return jnp.where(finished[:, None], d, level), tab
 
-        start = _Descent(node=jnp.full((b,), ROOT_INDEX, jnp.int32),
-                         slot=jnp.zeros((b,), jnp.int32), action=jnp.zeros((b,), jnp.int32),
-                         new=jnp.zeros((b,), jnp.bool_),
-                         done=jnp.broadcast_to(~active[j], (b,)),
-                         depth=jnp.zeros((b,), f32))
+        zero = jnp.zeros((b,), jnp.int32)
+        start = jnp.stack([jnp.full((b,), ROOT_INDEX, jnp.int32), zero, zero, zero,
+                           jnp.broadcast_to(~active[j], (b,)).astype(jnp.int32),
+                           jax.lax.bitcast_convert_type(jnp.zeros((b,), f32), jnp.int32)],
+                          axis=-1)  # [B, 6]
         (d, tab), walk_trips = batch_while(cond, body, (start, w.table), unroll)
-        new = d.new & active[j]
+        new = (d[:, NEW] != 0) & active[j]
         idx = jnp.where(new, w.next_node, n)  # out of range: nothing written
-        # the new node: no visit yet (evaluation pending), this walk's virtual loss, its
-        # parent, action and depth (columns visits .. depth, one scatter)
-        alloc = jnp.stack([jnp.zeros((b,), f32), jnp.full((b,), float(with_vl), f32),
-                           d.node.astype(f32), d.action.astype(f32), d.depth + 1.0], axis=-1)
-        tab = tab.at[rows, idx, cols.visits:cols.depth + 1].set(alloc, mode="drop")
+        parent, action = d[:, NODE], jnp.where(new, d[:, ACTION], 0)
+        depth = jax.lax.bitcast_convert_type(d[:, DEPTH], f32) + 1.0  # the new node's
+        if with_vl:
+            # the new node: no visit yet (evaluation pending), this walk's virtual loss, its
+            # parent, action and depth (columns visits .. depth, one scatter); the later walks
+            # of the step read them. With one leaf a step none does, and the expansion writes
+            # them in its own scatter (`_expand_packed`'s `alloc`): one scatter fewer a step.
+            alloc = jnp.stack([jnp.zeros((b,), f32), jnp.ones((b,), f32),
+                               parent.astype(f32), d[:, ACTION].astype(f32), depth], axis=-1)
+            tab = tab.at[rows, idx, cols.visits:cols.depth + 1].set(alloc, mode="drop")
         # the slot's child index: the node just allocated
-        kids_all = kids_all.at[rows, jnp.where(new, d.node, n), d.slot, 1].set(idx, mode="drop")
-        leaf = jnp.where(new, idx, d.node)
+        kids_all = kids_all.at[rows, jnp.where(new, parent, n), d[:, SLOT], 1].set(
+            idx, mode="drop")
+        path = jnp.stack([jnp.where(new, idx, parent), parent, action, new.astype(jnp.int32),
+                          jax.lax.bitcast_convert_type(depth, jnp.int32)], axis=-1)  # [B, 5]
         return _Walks(table=tab, children=kids_all, next_node=w.next_node + new.astype(jnp.int32),
-                      leaves=w.leaves.at[:, j].set(leaf), parents=w.parents.at[:, j].set(d.node),
-                      actions=w.actions.at[:, j].set(jnp.where(new, d.action, 0)),
-                      new=w.new.at[:, j].set(new), trips=w.trips + walk_trips)
+                      paths=w.paths.at[:, j].set(path), trips=w.trips + walk_trips)
 
     n_leaves = active.shape[0]
-    zeros = jnp.zeros((b, n_leaves), jnp.int32)
-    init = _Walks(table=table, children=children, next_node=next_node, leaves=zeros,
-                  parents=zeros, actions=zeros, new=jnp.zeros((b, n_leaves), jnp.bool_),
-                  trips=jnp.zeros((), jnp.int32))
+    init = _Walks(table=table, children=children, next_node=next_node,
+                  paths=jnp.zeros((b, n_leaves, 5), jnp.int32), trips=jnp.zeros((), jnp.int32))
     return jax.lax.fori_loop(0, n_leaves, walk, init)
 
 
@@ -441,7 +496,7 @@ def _simulate(model, params, tree: Tree, key: jax.Array, extra: RootExtra,
         write = jnp.where(w.new, w.leaves, table.shape[1]).reshape(-1)  # out of range: skipped
         table_, children, embedding = _expand_packed(
             w.table, w.children, embedding, cols, rows.reshape(-1), write, child_emb, out,
-            reward, k)
+            reward, k, alloc=None if num_l > 1 else w.allocation().reshape(b * num_l, -1))
         table_, backup_trips = backup(table_, cols, w.leaves, active, config.discount,
                                       virtual_loss=num_l > 1, unroll=unroll)
         return _Loop(tree=loop.tree._replace(embedding=embedding, next_node=w.next_node),
