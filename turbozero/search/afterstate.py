@@ -47,8 +47,8 @@ class AfterstatePlayerConfig:
     plies: 0, 1 or 2 chance layers of look-ahead. candidates and threshold: the move filter of
     the look-ahead (ignored at 0 plies): it re-values at most `candidates` of the best 0-ply
     moves, those within `threshold` (in the network's value units) of the best; None (the
-    default) keeps all `candidates`. A game's presets set the filter its field uses (the
-    backgammon presets: `games.backgammon.presets.MOVE_FILTER`). max_afterstates: M,
+    default) keeps all `candidates`. A game's presets set the filter its field uses (its
+    page in docs/ says which). max_afterstates: M,
     complete moves listed per position (None: the env's default). objective: None for the
     network's value in reward units (money points), or an object with
     `values(value_out, is_root_mover)` and `terminal(points, is_root_mover)` mapping network
