@@ -95,6 +95,15 @@ PRESETS: dict[str, dict[str, Any]] = {
         _BACKGAMMON_TD, num_iterations=2000, eval_every=100, eval_games=64,
         checkpoint_every=50, eval_opponents=("random",),
     ),
+    # the td set-up for two hours on 2 CPU cores with gnubg-lite inputs, the cosine schedule
+    # ending there: 28,000 iterations (485k games) in 1 h 52 min beside a second run; error
+    # rate 16.9 at 0 ply against 20.6 for raw inputs over 36,000 iterations in the same two
+    # hours (docs/learning.md, "Two hours on 2 CPU cores")
+    "td-2h": dict(
+        _BACKGAMMON_TD, num_iterations=28000, eval_every=28000, eval_games=64,
+        checkpoint_every=1000, env_config=(("features", "gnubg-lite"),),
+        eval_opponents=("random",), eval_opponents_if_installed=("gnubg",),
+    ),
     # the same for a GPU: more games a call, a wider network
     "td-gpu": dict(
         num_envs=1024, collect_steps=16, train_steps=64, batch_size=1024,
@@ -114,6 +123,8 @@ MEASURED_TIMES: dict[str, str] = {
     "az-tiny": "75 s to 2 min 30 s (docs/training.md); 6 min 6 s at load 4-5 "
         "(docs/learning.md)",
     "medium": "22 min with a second seed beside it (docs/learning.md)",
+    "td-2h": "1 h 52 min beside a second run (docs/learning.md, \"Two hours on 2 CPU "
+        "cores\")",
     "td": "700 iterations in 95 min beside a second seed and other work "
         "(docs/learning.md); 2000 not measured",
 }
