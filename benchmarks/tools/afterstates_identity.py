@@ -9,7 +9,7 @@ States: positions met in gnubg-nn 0-ply self-play (`played_positions`), a random
 (batches of 64, 1024 and 2048), plus a batch of 1024 with doubles only (the pooled doubles
 path, its small levels and its retries at M); in a third of each batch one random legal
 checker step is played first (the rest of a turn). Batched as the players call it (one vmap,
-M = 256). Used for issue 43's listing work (docs/benchmarks.md).
+M = 256). Used for issue 43's listing work (docs/benchmarks.md, "No sort where nothing repeats").
 """
 
 from __future__ import annotations

@@ -52,14 +52,14 @@ def _pool_evaluator(env, evaluator):
 
 
 def play_config(config: CPUSearchConfig, num_games: int, seed: int = 0) -> CPUSelfPlayConfig:
-    """The self-play of one move a search of `num_games` roots runs (`cpu_search`), and what
-    the memory bound counts for it (`CPUSearchConfig.tree_shapes`, `host_bytes`)."""
+    """The self-play of one move a search of `num_games` roots runs (`cpu_search`); the memory
+    bound counts its pools (`CPUSearchConfig.tree_shapes`, `host_bytes`, the same slots)."""
     return CPUSelfPlayConfig(
         search=config, num_workers=1, num_games=num_games,
         num_simulations=config.num_simulations, leaves_per_step=config.leaves_per_step,
         max_steps=1,
         # no subtree is kept: the root and one state per simulation
-        slots_per_game=config.num_simulations + config.leaves_per_step + 1,
+        slots_per_game=config._slots(),
         batch_tiers=(num_games * config.leaves_per_step,), seed=seed)
 
 

@@ -12,9 +12,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, ClassVar, NamedTuple, Optional
 
+import jax
 import numpy as np
 
 from turbozero.search.cpu._ext import require_extension
+from turbozero.search.cpu.pools import MAX_BLOCKS, NODES_PER_BLOCK, _pool_builder, node_pool_bytes
 from turbozero.search.fpu import FPU_BASE
 from turbozero.validation import check_bounds, check_int, check_real
 
@@ -105,20 +107,24 @@ class CPUSearchConfig:
                                    leaves_per_step=config.leaves_per_step)
 
     # the memory bound's count of a search of this family (turbozero/memory.py): a search of B
-    # roots runs the self-play of one move of B games (`cpu.search.play_config`, imported when
-    # called: that module imports this one), whose counts these are
+    # roots runs the self-play of one move of B games (`cpu.search.play_config`: no subtree
+    # kept, one state slot per simulation and the root), whose pools these are
     def tree_shapes(self, env, states: Any, with_wdl: bool = False) -> Any:
         """The device-side state pool a search of the batch `states` holds (B x
         (num_simulations + leaves_per_step + 1) + 1 env states), as shape structs
         (`CPUSelfPlayConfig.tree_shapes`: `jax.eval_shape` of the pool's build). The C++
         trees are host memory: `host_bytes`."""
-        from turbozero.search.cpu.search import play_config
-        return play_config(self, _batch(states)).tree_shapes(env, states, with_wdl)
+        del with_wdl
+        return jax.eval_shape(_pool_builder(env, _batch(states) * self._slots() + 1))
 
     def host_bytes(self, env, states: Any) -> int:
         """Bytes of the C++ node pools of the B trees at their fullest (`node_pool_bytes`)."""
-        from turbozero.search.cpu.search import play_config
-        return play_config(self, _batch(states)).host_bytes(env, states)
+        return node_pool_bytes(_batch(states), NODES_PER_BLOCK, MAX_BLOCKS, self._slots(),
+                               env.max_legal_actions)
+
+    def _slots(self) -> int:
+        """State slots a game of a direct search holds: the root and one per simulation."""
+        return self.num_simulations + self.leaves_per_step + 1
 
     def tree_settings(self, batch: str, env: Any = None) -> str:
         """The settings the memory bound names (`batch`: the roots, e.g. batch=64)."""
