@@ -42,6 +42,13 @@ def mover_to_seats(mover_value, mover, num_players: int):
     return xp.where(seat_is_mover, value, -value)
 
 
+def reports_wdl(value_format, num_players: int) -> bool:
+    """Whether searches keep a win/draw/loss average for `value_format` (None: a plain
+    evaluator with none): a format with a draw class, in a two-player game. The one place this
+    rule is written (the search contract, the C++ path, the memory bound)."""
+    return value_format is not None and value_format.has_wdl and num_players == 2
+
+
 class ValueFormat(abc.ABC):
     """Base class; subclasses are frozen dataclasses (hashable, so jit may close over them)."""
 

@@ -25,7 +25,8 @@ import jax
 import jax.numpy as jnp
 
 from turbozero.networks.heads import check_value_format
-from turbozero.networks.value_formats import ScalarValue, ValueFormat, mover_to_seats
+from turbozero.networks.value_formats import (ScalarValue, ValueFormat, mover_to_seats,
+                                              reports_wdl)
 from turbozero.memory import check_search
 from turbozero.search import checks
 
@@ -55,7 +56,7 @@ class NetworkEvaluator:
         logits, value_out = self.apply_fn(variables, observation)
         values = self.value_format.to_player_values(value_out, mover, num_players)
         fmt = self.value_format
-        wdl = fmt.wdl(value_out) if fmt.has_wdl and num_players == 2 else None
+        wdl = fmt.wdl(value_out) if reports_wdl(fmt, num_players) else None
         return logits, values, wdl
 
 
@@ -182,7 +183,7 @@ def search(env: Any, evaluator: NetworkEvaluator, variables: Any, states: Any, k
     fmt = getattr(evaluator, "value_format", None)
     apply_fn = getattr(evaluator, "apply_fn", None)
     check_search(config, env, states,
-                 with_wdl=bool(fmt is not None and fmt.has_wdl and env.num_players == 2),
+                 with_wdl=reports_wdl(fmt, env.num_players),
                  network=None if apply_fn is None else (apply_fn, variables))
     if not (family.jittable and checks.evaluator_checks_enabled()):
         return family.run(env, evaluator, variables, states, key, config, risk_beta)

@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from turbozero.networks.value_formats import reports_wdl
 from turbozero.search.acting import TemperatureSchedule
 from turbozero.search.cpu._ext import require_extension
 from turbozero.search.cpu.pools import (  # noqa: F401  (their home before pools.py)
@@ -176,7 +177,7 @@ def _wdl_head(evaluator, env):
     """The value format's `wdl(value_out)` when the evaluator is a network with a WDL head in a
     two-player game (what the root WDL averages, docs/search.md "Root WDL average"), else None."""
     fmt = getattr(evaluator, "value_format", None)  # a plain callable evaluator has none
-    return fmt.wdl if fmt is not None and fmt.has_wdl and env.num_players == 2 else None
+    return fmt.wdl if reports_wdl(fmt, env.num_players) else None
 
 
 def _select_rows(mask: jax.Array, a, b):
